@@ -1,0 +1,816 @@
+"""Tidy curves from run directories and from the authors' released logs; time-to-peak; bootstrap.
+
+Everything the figures and the time-to-peak table show is computed here, so it can be tested; the
+scripts in `figures/` only select and plot.
+
+Tidy curves (`CURVE_COLUMNS`, one row per run x evaluation x dataset x metric):
+    setting       paper letter a-f when known, else the run's setting name
+    setting_name  the name the runs carry (`config.json: setting`, or the authors' file prefix)
+    arm           grpo | grpo_ga | pods | pods_<rule> | pods[_<rule>]_before  (see `arm_name`)
+    n, m, rule, normalize, grad_accum, seed
+    grid          index on the evaluation grid (0 = the t = 0 evaluation / base model)
+    time_s        grid time in training seconds (evaluation excluded); time_s_raw: as logged
+    step          optimizer steps reached at that evaluation
+    dataset, primary_dataset, metric, value, source
+Metrics are named as in our eval.jsonl: accuracy, format_accuracy, both_accuracy (fractions) and
+completion_len_mean (tokens). The authors' names map as ans_acc -> accuracy, for_acc ->
+format_accuracy, both_acc -> both_accuracy, lengths -> completion_len_mean; per-run values are the
+mean of the 5 repeated evaluations, as in their scripts/plot.py.
+
+Time-to-peak (PAPER.md §5, App. A.4 of the paper): on the mean-over-seeds curve at the evaluation
+grid, with t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods,
+the first grid times at which each mean curve is >= T. Hence it is quantized by the grid.
+If PODS never reaches T within its budget, t_pods = inf and the speed-up is 0 (treated as infinitely
+slow, which is also what the bootstrap counts); the table says so in `note`. The baseline always
+reaches its own target unless its curve is empty, which is an error.
+
+How the released logs map to the grid (verified against PAPER.md §4-§5 by tests/test_analysis.py):
+- (a)/(c) and the n/m/rule sweeps: checkpoints sorted by step number, the i-th at (i+1) x 0.5 h,
+  kept up to 6 h (two m=2 runs have 14 checkpoints); (b) Llama: (i+1) x 10 min up to 1.5 h. This is
+  the authors' plot.py. Base-model files give the t = 0 point.
+- (e)/(f): wandb exports; for each seed the evaluation nearest to each target minute 0, 2, ..., 30
+  (the authors' plot-h100s/a100s.py). Accuracy uses the seeds of the accuracy file, lengths those
+  of the length file (A100 GA: seed 15 vs 24). The authors' script keeps only seeds in both files
+  (4 A100 GA seeds: peak 87.04%, 40.65 s/step); the paper's numbers (87.24%, 39.82 s/step, 1.75x,
+  PAPER.md §5) come from all 5 accuracy seeds, which is what this module reproduces.
+- Seconds per step = horizon / mean(steps at the horizon) over runs (PAPER.md §4 footnote), and for
+  (e)/(f) per *global* step (wandb `_step` / GA).
+
+Departures from the authors' scripts: none in the numbers. The printed speed-up is the exact ratio
+truncated to one decimal, which is how the paper prints 28/16 = 1.75 as "1.7x" (`speedup`); the
+exact ratio is `speedup_exact`. Training completion lengths from metrics.jsonl go to curves.csv as
+dataset "train" (mean over the steps in each grid interval), beside the evaluation lengths.
+
+Run:
+    python -m pods.analysis released --logs ../shared/reference/pods-released-results --out-dir results/released
+    python -m pods.analysis collect --runs results/runs --out-dir results/tables
+    python -m pods.analysis time-to-peak --curves results/tables/curves.csv --out-dir results/tables
+Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CURVE_COLUMNS = [
+    "setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed",
+    "grid", "time_s", "time_s_raw", "step", "dataset", "primary_dataset", "metric", "value",
+    "source",
+]  # fmt: skip
+STEP_COLUMNS = [
+    "setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed",
+    "time_s", "steps", "seconds_per_step", "gen_s_per_step", "update_s_per_step",
+    "completion_len_mean", "peak_mem_mb", "source",
+]  # fmt: skip
+# Columns that identify one configuration (an "arm" at given n, m, ...) across seeds.
+CONFIG_KEYS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum"]
+METRICS = ("accuracy", "format_accuracy", "both_accuracy", "completion_len_mean")
+PAPER_SPEEDUP = {"a": 2.0, "b": 3.0, "c": 2.0, "d": 1.8, "e": 1.7, "f": 1.7}  # paper Table 3
+# Metric of each setting's Fig. 3 curve and Table 3 entry (PAPER.md §3.4, scripts/plot.py setting 6).
+SETTING_METRIC = {"b": "both_accuracy"}
+DEFAULT_THRESHOLD = 0.99
+
+
+class AnalysisInputError(ValueError):
+    """Missing or unusable input; the CLI turns it into exit code 2."""
+
+
+# ----------------------------------------------------------------------------------------------
+# naming
+
+
+def arm_name(n: int, m: int, rule: str = "max_variance", normalize: str = "after",
+             grad_accum: int = 1) -> str:  # fmt: skip
+    """Arm label of a configuration: n == m is vanilla GRPO (any rule keeps all rollouts)."""
+    if int(n) == int(m):
+        return "grpo_ga" if int(grad_accum) > 1 else "grpo"
+    name = "pods" if rule == "max_variance" else f"pods_{rule}"
+    return name if normalize == "after" else f"{name}_{normalize}"
+
+
+_LETTER_TOKEN = re.compile(r"(?:^|[_\-~.])([a-f])(?:$|[_\-~.])")
+
+
+def setting_letter(name: str, letters: Mapping[str, str] | None = None) -> str | None:
+    """Paper letter of a setting name: an explicit map first, then a lone a-f token ("tiny_b")."""
+    if letters and name in letters:
+        return letters[name]
+    low = str(name).lower()
+    if len(low) == 1 and low in "abcdef":
+        return low
+    hit = _LETTER_TOKEN.search(low)
+    return hit.group(1) if hit else None
+
+
+def time_unit(max_time_s: float) -> tuple[str, float]:
+    """Axis unit for a time span: hours from 1 h, minutes from 10 min, else seconds."""
+    if max_time_s >= 3600:
+        return "hours", 3600.0
+    if max_time_s >= 600:
+        return "minutes", 60.0
+    return "seconds", 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# the authors' released logs
+
+_SINGLE_GPU = re.compile(
+    r"^Instruct-(?P<ds>GSM8K|MATH-NF|Llama)(?:-(?P<rule>MaxR|Rand))?-512-(?P<n>\d+)-(?P<m>\d+)"
+    r"(?:-(?P<beta>[\d.]+))?-Run(?P<run>\d+)\.json$"
+)
+_WANDB_RUN = re.compile(r"^data/(?P<run>\S+-s(?P<seed>\d+)-p\d+-n(?P<n>\d+)-m(?P<m>\d+)-ga(?P<ga>\d+))"
+                        r" - (?P<key>.+)$")  # fmt: skip
+_RELEASED = {  # setting -> (grid s, horizon s, primary dataset, base file)
+    "a": (1800, 21600, "gsm8k", "base-qwen.json"),
+    "b": (600, 5400, "gsm8k", "base-llama.json"),
+    "c": (1800, 21600, "math500", "base-qwen.json"),
+    "e": (120, 1800, "gsm8k", None),
+    "f": (120, 1800, "gsm8k", None),
+}
+_RELEASED_NAMES = {"GSM8K": ("a", "gsm8k_qwen3b"), "Llama": ("b", "gsm8k_llama3b"),
+                   "MATH-NF": ("c", "math_qwen3b")}  # fmt: skip
+_MULTI_GPU = {"e": ("h100s", "gsm8k_qwen3b_8xh100"), "f": ("a100s", "gsm8k_qwen7b_8xa100")}
+_AUTHOR_METRICS = {"ans_acc": "accuracy", "for_acc": "format_accuracy",
+                   "both_acc": "both_accuracy", "lengths": "completion_len_mean"}  # fmt: skip
+_AUTHOR_RULES = {None: "max_variance", "MaxR": "max_reward", "Rand": "random"}
+
+
+def _read_single_gpu(path: Path, match: re.Match, base_cache: dict) -> tuple[list, dict]:
+    letter, name = _RELEASED_NAMES[match["ds"]]
+    grid_s, horizon_s, primary, base_file = _RELEASED[letter]
+    n, m, rule = int(match["n"]), int(match["m"]), _AUTHOR_RULES[match["rule"]]
+    ident = dict(setting=letter, setting_name=name, arm=arm_name(n, m, rule), n=n, m=m, rule=rule,
+                 normalize="after", grad_accum=1, seed=int(match["run"]),
+                 primary_dataset=primary)  # fmt: skip
+    log = json.loads(path.read_text())
+    # The i-th checkpoint by step number was saved at (i + 1) grid intervals (scripts/plot.py).
+    ckpts = sorted(log, key=lambda k: int(k.rsplit("-", 1)[-1]))
+    ckpts = ckpts[: horizon_s // grid_s]
+    rows = []
+    for i, ck in enumerate(ckpts):
+        t = (i + 1) * grid_s
+        for ds, block in log[ck].items():
+            for key, metric in _AUTHOR_METRICS.items():
+                if block.get(key):
+                    rows.append({**ident, "grid": i + 1, "time_s": float(t), "time_s_raw": float(t),
+                                 "step": int(ck.rsplit("-", 1)[-1]), "dataset": ds,
+                                 "metric": metric, "value": float(np.mean(block[key])),
+                                 "source": path.name})  # fmt: skip
+    # t = 0: the untrained model, the same value for every seed (SEM 0 there, as in plot.py).
+    if base_file not in base_cache:
+        base_path = path.parent / base_file
+        base_cache[base_file] = json.loads(base_path.read_text()) if base_path.exists() else {}
+    for ds, block in base_cache[base_file].items():
+        for key, metric in _AUTHOR_METRICS.items():
+            if block.get(key):
+                rows.append({**ident, "grid": 0, "time_s": 0.0, "time_s_raw": 0.0, "step": 0,
+                             "dataset": ds, "metric": metric,
+                             "value": float(np.mean(block[key])), "source": base_file})  # fmt: skip
+    step_at_horizon = int(ckpts[-1].rsplit("-", 1)[-1]) if ckpts else None
+    step_row = {k: ident[k] for k in STEP_COLUMNS if k in ident}
+    step_row.update(time_s=float(horizon_s), steps=step_at_horizon, source=path.name)
+    return rows, step_row
+
+
+def _wandb_series(path: Path) -> dict:
+    """{(run, key): [(eval time s, value), ...]} from a wandb CSV export (one run per cell)."""
+    with path.open(newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        body = list(reader)
+    out: dict = {}
+    for j, col in enumerate(header):
+        hit = _WANDB_RUN.match(col)
+        if not hit or hit["key"].endswith(("__MIN", "__MAX")):
+            continue
+        out[(hit["run"], hit["key"])] = [(float(r[0]), float(r[j])) for r in body if r[j]]
+    return out
+
+
+def _nearest(series: list, target_s: float) -> tuple[float, float]:
+    """The (time, value) of `series` closest in time to `target_s` (the authors' alignment)."""
+    times = np.array([t for t, _ in series])
+    return series[int(np.abs(times - target_s).argmin())]
+
+
+def _read_multi_gpu(log_dir: Path, letter: str) -> tuple[list, list]:
+    prefix, name = _MULTI_GPU[letter]
+    grid_s, horizon_s, primary, _ = _RELEASED[letter]
+    targets_s = np.arange(0, horizon_s + 1, grid_s)
+    rows, step_rows = [], []
+    # Each file is read with its own seeds: the accuracy file has A100 GA seed 15, the length
+    # file seed 24 instead. The authors' plot-a100s.py keeps only seeds in both, but the paper's
+    # numbers (PAPER.md §5: GA peak 87.24%, 39.82 s per global step) use all five accuracy seeds.
+    for kind, key in (("acc", "eval/rewards/accuracy_reward/mean"),
+                      ("length", "eval/completions/mean_length")):  # fmt: skip
+        metric = "accuracy" if kind == "acc" else "completion_len_mean"
+        series = _wandb_series(log_dir / f"{prefix}-{kind}.csv")
+        for run in sorted(r for r, k in series if k == key and (r, "_step") in series):
+            hit = _WANDB_RUN.match(f"data/{run} - x")
+            n, m, ga = int(hit["n"]), int(hit["m"]), int(hit["ga"])
+            ident = dict(setting=letter, setting_name=name,
+                         arm=arm_name(n, m, "max_variance", "after", ga), n=n, m=m,
+                         rule="max_variance", normalize="after", grad_accum=ga,
+                         seed=int(hit["seed"]), primary_dataset=primary)  # fmt: skip
+            for k, target in enumerate(targets_s):
+                t_raw, value = _nearest(series[(run, key)], target)
+                # wandb `_step` counts micro-steps; a global (optimizer) step is GA of them.
+                _, micro = _nearest(series[(run, "_step")], target)
+                rows.append({**ident, "grid": k, "time_s": float(target), "time_s_raw": t_raw,
+                             "step": int(micro) // ga, "dataset": "gsm8k", "metric": metric,
+                             "value": value, "source": f"{prefix}-{kind}.csv"})  # fmt: skip
+            if kind == "acc":
+                _, micro = _nearest(series[(run, "_step")], horizon_s)
+                step_rows.append({**{c: ident[c] for c in STEP_COLUMNS if c in ident},
+                                  "time_s": float(horizon_s), "steps": micro / ga,
+                                  "source": f"{prefix}-acc.csv"})  # fmt: skip
+    return rows, step_rows
+
+
+def _released(log_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    log_dir = Path(log_dir)
+    if not log_dir.is_dir():
+        raise AnalysisInputError(
+            f"released-logs folder {log_dir} does not exist: pass the authors' results/ folder "
+            "(a copy is at ../shared/reference/pods-released-results; upstream: "
+            "github.com/YixuanEvenXu/pods, commit 187f43b, folder results/)")  # fmt: skip
+    rows, step_rows, base_cache = [], [], {}
+    for path in sorted(log_dir.glob("Instruct-*.json")):
+        hit = _SINGLE_GPU.match(path.name)
+        if hit:
+            r, s = _read_single_gpu(path, hit, base_cache)
+            rows += r
+            step_rows.append(s)
+    for letter, (prefix, _) in _MULTI_GPU.items():
+        if (log_dir / f"{prefix}-acc.csv").exists() and (log_dir / f"{prefix}-length.csv").exists():
+            r, s = _read_multi_gpu(log_dir, letter)
+            rows += r
+            step_rows += s
+    if not rows:
+        raise AnalysisInputError(
+            f"no released log files in {log_dir}: expected Instruct-*-Run*.json and/or "
+            "{h100s,a100s}-{acc,length}.csv (the authors' results/ folder)")  # fmt: skip
+    curves = pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)
+    steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
+    steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
+    return _tidy(curves), steps
+
+
+def load_released(log_dir: str | Path) -> pd.DataFrame:
+    """Tidy curves (CURVE_COLUMNS) from the authors' released result files in `log_dir`.
+
+    Includes the base-model anchors at time_s = 0 for (a)-(c) (time-to-peak ignores t = 0).
+    """
+    return _released(log_dir)[0]
+
+
+def load_released_steps(log_dir: str | Path) -> pd.DataFrame:
+    """Per-run steps reached at the horizon (STEP_COLUMNS) from the released logs."""
+    return _released(log_dir)[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# our run directories
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            if i == len(lines) - 1:  # a run killed mid-write leaves a partial last line
+                break
+            raise AnalysisInputError(f"{path}: line {i + 1} is not JSON ({err}); "
+                                     "delete the run directory and rerun it") from err  # fmt: skip
+    return out
+
+
+def _grid_index(time_s: float, grid_s: float) -> int:
+    # The trainer evaluates at the first step after each grid time, so floor() names the grid
+    # point; the 1% slack absorbs float round-off just below a grid time.
+    return int(math.floor(time_s / grid_s + 0.01))
+
+
+def _one_run(run_dir: Path, letters: Mapping[str, str] | None) -> tuple[list, dict]:
+    cfg = json.loads((run_dir / "config.json").read_text())
+    roll, ev = cfg.get("rollout", {}), cfg.get("eval", {})
+    n, m = int(roll.get("n")), int(roll.get("m"))
+    rule, normalize = roll.get("rule", "max_variance"), roll.get("normalize", "after")
+    ga = int(cfg.get("optim", {}).get("grad_accum", 1) or 1)
+    name = str(cfg.get("setting", run_dir.parts[-3] if len(run_dir.parts) >= 3 else "run"))
+    datasets = ev.get("datasets") or []
+    ident = dict(setting=setting_letter(name, letters) or name, setting_name=name,
+                 arm=arm_name(n, m, rule, normalize, ga), n=n, m=m, rule=rule,
+                 normalize=normalize, grad_accum=ga, seed=int(cfg.get("seed", 0)),
+                 primary_dataset=datasets[0] if datasets else None)  # fmt: skip
+    every_s, every_steps = ev.get("every_s"), ev.get("every_steps")
+    evals = _read_jsonl(run_dir / "eval.jsonl")
+    rows, seen = [], set()
+    for rec in evals:
+        t = float(rec["time_s"])
+        if every_steps:  # step grid (deterministic tests): align seeds by step, keep real times
+            k = int(round(int(rec.get("step", 0)) / every_steps))
+            t_grid = t
+        else:
+            k = _grid_index(t, float(every_s or 1800))
+            t_grid = k * float(every_s or 1800)
+        if (k, rec["dataset"]) in seen:  # e.g. a final evaluation off the grid: keep the first
+            continue
+        seen.add((k, rec["dataset"]))
+        for metric in METRICS:
+            if rec.get(metric) is not None:
+                rows.append({**ident, "grid": k, "time_s": t_grid, "time_s_raw": t,
+                             "step": int(rec.get("step", 0)), "dataset": rec["dataset"],
+                             "metric": metric, "value": float(rec[metric]),
+                             "source": str(run_dir)})  # fmt: skip
+    metrics = _read_jsonl(run_dir / "metrics.jsonl")
+    step_row = {k: ident[k] for k in STEP_COLUMNS if k in ident}
+    step_row["source"] = str(run_dir)
+    if metrics:
+        mdf = pd.DataFrame(metrics)
+        last = mdf.iloc[-1]
+        step_row.update(time_s=float(last["time_s"]), steps=int(last["step"]))
+        for col, key in (("gen_time_s", "gen_s_per_step"), ("update_time_s", "update_s_per_step"),
+                         ("completion_len_mean", "completion_len_mean")):  # fmt: skip
+            if col in mdf:
+                step_row[key] = float(mdf[col].mean())
+        if "peak_mem_mb" in mdf:
+            step_row["peak_mem_mb"] = float(mdf["peak_mem_mb"].max())
+        if "completion_len_mean" in mdf and not every_steps:
+            # Training-rollout lengths over time: mean over the steps of each grid interval,
+            # step at time t belongs to grid point ceil(t / grid).
+            grid_s = float(every_s or 1800)
+            k = np.ceil(mdf["time_s"].to_numpy(float) / grid_s - 0.01).astype(int)
+            for kk, grp in mdf.groupby(k):
+                rows.append({**ident, "grid": int(kk), "time_s": kk * grid_s,
+                             "time_s_raw": float(grp["time_s"].iloc[-1]),
+                             "step": int(grp["step"].iloc[-1]), "dataset": "train",
+                             "metric": "completion_len_mean",
+                             "value": float(grp["completion_len_mean"].mean()),
+                             "source": str(run_dir)})  # fmt: skip
+    return rows, step_row
+
+
+def _collect(root: str | Path, letters: Mapping[str, str] | None = None):
+    root = Path(root)
+    how = ("train runs first (`snakemake` or `python -m pods train CONFIG`); each run directory "
+           "needs config.json and eval.jsonl (docs/DESIGN.md)")  # fmt: skip
+    if not root.is_dir():
+        raise AnalysisInputError(f"runs folder {root} does not exist: {how}")
+    run_dirs = sorted(p.parent for p in root.rglob("config.json") if (p.parent / "eval.jsonl").exists())
+    if not run_dirs:
+        raise AnalysisInputError(f"no run directories under {root}: {how}")
+    rows, step_rows = [], []
+    for d in run_dirs:
+        r, s = _one_run(d, letters)
+        rows += r
+        step_rows.append(s)
+    if not rows:
+        raise AnalysisInputError(f"every eval.jsonl under {root} is empty: {how}")
+    steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
+    steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
+    return _tidy(pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)), steps
+
+
+def load_runs(root: str | Path, letters: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Tidy curves (CURVE_COLUMNS) from every run directory under `root`.
+
+    The arm comes from the resolved config (see `arm_name`); the setting letter from
+    `setting_letter(config.setting, letters)`. Unfinished runs (no summary.json) are included.
+    """
+    return _collect(root, letters)[0]
+
+
+def load_run_steps(root: str | Path, letters: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per run (STEP_COLUMNS): s/step, generation/update split, mean training length."""
+    return _collect(root, letters)[1]
+
+
+def _tidy(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.astype({"n": int, "m": int, "grad_accum": int, "seed": int, "grid": int})
+    return df.sort_values(["setting", "arm", "n", "m", "rule", "normalize", "seed", "dataset",
+                           "metric", "grid"], kind="stable").reset_index(drop=True)  # fmt: skip
+
+
+def read_curves(path: str | Path) -> pd.DataFrame:
+    """Read a curves.csv written by this module; AnalysisInputError if missing or empty."""
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        raise AnalysisInputError(
+            f"curves file {path} is missing or empty: produce it with `python -m pods.analysis "
+            "collect --runs results/runs --out-dir results/tables` (our runs) or `... released "
+            "--logs DIR --out-dir results/released` (the authors' logs)")  # fmt: skip
+    df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    missing = set(CURVE_COLUMNS) - set(df.columns)
+    if missing or df.empty:
+        raise AnalysisInputError(f"{path} is not a curves table (missing columns {sorted(missing)} "
+                                 "or no rows): regenerate it with `python -m pods.analysis collect`")
+    return df.astype({"setting": str, "seed": int, "grid": int})
+
+
+def read_steps(path: str | Path | None) -> pd.DataFrame | None:
+    """Read a steps.csv; None when no path is given or the file is absent (figures show a note)."""
+    if path is None or not Path(path).exists() or Path(path).stat().st_size == 0:
+        return None
+    return pd.read_csv(path, keep_default_na=False, na_values=[""]).astype({"setting": str})
+
+
+# ----------------------------------------------------------------------------------------------
+# statistics
+
+
+def select(df: pd.DataFrame, **where) -> pd.DataFrame:
+    """Rows whose columns equal the given values (a list/tuple value means "is in")."""
+    mask = np.ones(len(df), dtype=bool)
+    for col, val in where.items():
+        mask &= df[col].isin(val).to_numpy() if isinstance(val, list | tuple | set) else (
+            df[col] == val).to_numpy()
+    return df[mask]
+
+
+def mean_curve(df: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    """Mean over seeds at each grid point, with SEM and the 1.96 x SEM band used in the paper.
+
+    `keys`: columns that identify one curve (default: CONFIG_KEYS + dataset + metric present in df).
+    Returns keys + grid, time_s, mean, sem, lo, hi, n_seeds. SEM uses ddof = 1 over the seeds that
+    have that grid point; with a single seed SEM is 0 (the authors' plot.py convention).
+    """
+    if keys is None:
+        keys = [k for k in (*CONFIG_KEYS, "dataset", "metric") if k in df.columns]
+    keys = list(keys)
+    g = df.groupby([*keys, "grid"], dropna=False, sort=True)
+    out = g.agg(time_s=("time_s", "mean"), mean=("value", "mean"), std=("value", "std"),
+                n_seeds=("value", "count")).reset_index()  # fmt: skip
+    out["sem"] = (out["std"] / np.sqrt(out["n_seeds"])).where(out["n_seeds"] > 1, 0.0)
+    out["lo"] = out["mean"] - 1.96 * out["sem"]
+    out["hi"] = out["mean"] + 1.96 * out["sem"]
+    return out.drop(columns="std")
+
+
+def _as_series(curve) -> pd.Series:
+    if isinstance(curve, pd.DataFrame):
+        curve = curve.set_index("time_s")["mean"]
+    s = pd.Series(curve, dtype=float).dropna().sort_index()
+    return s[s.index > 0]  # t = 0 is the base model: excluded (compute_pods_speedup_99)
+
+
+def _first_reach(times_T: np.ndarray, values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
+    """First time at which each row is >= its target; inf where it never is (NaN never counts)."""
+    hit_B_T = values_B_T >= target_B[:, None]
+    first_B = np.where(hit_B_T.any(axis=1), hit_B_T.argmax(axis=1), -1)
+    return np.where(first_B >= 0, times_T[np.maximum(first_B, 0)], np.inf)
+
+
+def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOLD) -> dict:
+    """PAPER.md §5: speed-up of PODS in reaching `threshold` x the baseline's peak mean accuracy.
+
+    Curves: a Series of mean values indexed by time_s, or a `mean_curve` frame (time_s, mean).
+    Returns peak, t_peak_s, target, t_baseline_s, t_pods_s, speedup, pods_reached. If PODS never
+    reaches the target, t_pods_s = inf and speedup = 0.0; an empty baseline curve is a ValueError.
+    """
+    base, pods = _as_series(baseline_curve), _as_series(pods_curve)
+    if base.empty:
+        raise ValueError("baseline curve has no points after t = 0: nothing to take a peak of; "
+                         "check that the baseline runs evaluated at least once after training began")
+    peak = float(base.max())
+    target = threshold * peak
+    t_base = float(_first_reach(base.index.to_numpy(float), base.to_numpy()[None], np.array([target]))[0])
+    if pods.empty:
+        t_pods = math.inf
+    else:
+        t_pods = float(_first_reach(pods.index.to_numpy(float), pods.to_numpy()[None],
+                                    np.array([target]))[0])  # fmt: skip
+    return {"peak": peak, "t_peak_s": float(base.idxmax()), "target": target,
+            "t_baseline_s": t_base, "t_pods_s": t_pods,
+            "speedup": t_base / t_pods if math.isfinite(t_pods) else 0.0,
+            "pods_reached": math.isfinite(t_pods)}  # fmt: skip
+
+
+def _seed_matrix(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(times_T, values_S_T) for one arm's tidy rows of a single metric/dataset; NaN = missing."""
+    runs = runs[runs["time_s"] > 0]
+    wide = runs.pivot_table(index="seed", columns="grid", values="value", aggfunc="first")
+    times = runs.groupby("grid")["time_s"].mean().reindex(wide.columns)
+    return times.to_numpy(float), wide.to_numpy(float)
+
+
+def _bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
+    pick_B_S_T = values_S_T[idx_B_S]
+    count_B_T = np.sum(~np.isnan(pick_B_S_T), axis=1)
+    total_B_T = np.nansum(pick_B_S_T, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count_B_T > 0, total_B_T / count_B_T, np.nan)
+
+
+def bootstrap_speedup(baseline_runs: pd.DataFrame, pods_runs: pd.DataFrame,
+                      threshold: float = DEFAULT_THRESHOLD, n_boot: int = 2000, seed: int = 0,
+                      ci: float = 0.95) -> dict:  # fmt: skip
+    """Percentile bootstrap of the time-to-peak speed-up, resampling seeds within each arm.
+
+    Inputs: tidy rows (seed, grid, time_s, value) of one metric and dataset per arm. Each resample
+    recomputes both mean curves, the baseline peak and target, and the ratio (0 when PODS never
+    reaches the target). Deterministic for a given `seed`. Returns ci_low, ci_high, samples.
+    """
+    t_base_T, base_S_T = _seed_matrix(baseline_runs)
+    t_pods_T, pods_S_T = _seed_matrix(pods_runs)
+    if base_S_T.size == 0 or pods_S_T.size == 0:
+        return {"ci_low": math.nan, "ci_high": math.nan, "samples": np.array([])}
+    rng = np.random.default_rng(seed)
+    base_B_T = _bootstrap_means(base_S_T, rng.integers(0, len(base_S_T), (n_boot, len(base_S_T))))
+    pods_B_T = _bootstrap_means(pods_S_T, rng.integers(0, len(pods_S_T), (n_boot, len(pods_S_T))))
+    target_B = threshold * np.nanmax(base_B_T, axis=1)
+    t_base_B = _first_reach(t_base_T, base_B_T, target_B)
+    t_pods_B = _first_reach(t_pods_T, pods_B_T, target_B)
+    speedup_B = np.where(np.isfinite(t_pods_B), t_base_B / t_pods_B, 0.0)
+    alpha = (1 - ci) / 2
+    lo, hi = np.quantile(speedup_B, [alpha, 1 - alpha])
+    return {"ci_low": float(lo), "ci_high": float(hi), "samples": speedup_B}
+
+
+def seconds_per_step(steps: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    """Seconds per (global) step per configuration: mean(time) / mean(steps) over runs.
+
+    This is the formula behind PAPER.md §4 (6 h / mean steps) and §5 (1800 s / mean global
+    steps). Also averages the generation/update split per step where logged.
+    """
+    if keys is None:
+        keys = [k for k in CONFIG_KEYS if k in steps.columns]
+    g = steps.groupby(list(keys), dropna=False, sort=True)
+    out = g.agg(time_s=("time_s", "mean"), steps=("steps", "mean"), n_runs=("steps", "count"),
+                gen_s_per_step=("gen_s_per_step", "mean"),
+                update_s_per_step=("update_s_per_step", "mean")).reset_index()  # fmt: skip
+    out["seconds_per_step"] = out["time_s"] / out["steps"]
+    return out
+
+
+def summarize_benchmark(bench: pd.DataFrame) -> pd.DataFrame:
+    """Mean over repeats per rollout count of the Fig. 1 benchmark; `update_oom` if any repeat OOMed."""
+    need = {"rollouts", "step_time_s", "gen_time_s", "update_time_s", "per_token_gen_ms", "update_oom"}
+    missing = need - set(bench.columns)
+    if missing:
+        raise AnalysisInputError(f"benchmark table lacks columns {sorted(missing)}: "
+                                 "regenerate it with the benchmark rule (`pods bench`)")
+    bench = bench.assign(update_oom=bench["update_oom"].astype(str).str.lower().isin(["true", "1"]))
+    agg = {c: "mean" for c in need - {"rollouts", "update_oom"}}
+    out = bench.groupby("rollouts").agg({**agg, "update_oom": "any"}).reset_index()
+    return out.sort_values("rollouts").reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# comparisons and the table
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One Table 3 entry: baseline vs PODS rows of `setting` on `dataset` / `metric`."""
+
+    setting: str
+    dataset: str
+    metric: str
+    baseline: dict = field(default_factory=dict)  # column -> value selecting the baseline runs
+    pods: dict = field(default_factory=dict)
+    paper: float | None = None
+
+
+def _label(sel: Mapping) -> str:
+    parts = [str(sel.get("arm", "?"))]
+    parts += [f"{k}={sel[k]}" for k in ("n", "m", "grad_accum") if k in sel]
+    return " ".join(parts)
+
+
+def main_comparison(df: pd.DataFrame, setting: str) -> tuple[dict, dict] | None:
+    """Selectors for the baseline and PODS arms of a setting's Fig. 3 / Table 3 comparison.
+
+    Baseline: grpo_ga for (e)/(f) or when only GA runs exist, else grpo. PODS: arm "pods"
+    (max-variance, normalized after), preferring the same m as the baseline, then the
+    down-sampling ratio n/m closest to 4 (Table 2), then the most seeds. None if either is absent.
+    """
+    sub = df[df["setting"].astype(str) == str(setting)]
+    arms = set(sub["arm"])
+    base_arm = "grpo_ga" if ("grpo_ga" in arms and (setting in "ef" or "grpo" not in arms)) else "grpo"
+    if base_arm not in arms or "pods" not in arms:
+        return None
+    base = sub[sub["arm"] == base_arm]
+    # The baseline configuration with the most seeds (there is normally exactly one).
+    bn, bm, bga = base.groupby(["n", "m", "grad_accum"])["seed"].nunique().idxmax()
+    cands = sub[sub["arm"] == "pods"].groupby(["n", "m", "grad_accum"])["seed"].nunique().reset_index()
+    same_m = cands[cands["m"] == bm]
+    cands = same_m if not same_m.empty else cands
+    cands = cands.assign(ratio_gap=np.abs(np.log(cands["n"] / cands["m"]) - np.log(4)))
+    best = cands.sort_values(["ratio_gap", "seed"], ascending=[True, False]).iloc[0]
+    return ({"arm": base_arm, "n": int(bn), "m": int(bm), "grad_accum": int(bga)},
+            {"arm": "pods", "n": int(best["n"]), "m": int(best["m"]),
+             "grad_accum": int(best["grad_accum"])})  # fmt: skip
+
+
+def primary_dataset(df: pd.DataFrame, setting: str) -> str:
+    """The test set a setting is judged on (the first evaluation dataset of its config)."""
+    sub = df[(df["setting"].astype(str) == str(setting)) & (df["dataset"] != "train")]
+    prim = sub["primary_dataset"].dropna()
+    return str(prim.mode().iloc[0]) if not prim.empty else str(sub["dataset"].mode().iloc[0])
+
+
+def default_comparisons(df: pd.DataFrame, metric: str | None = None) -> list[Comparison]:
+    """One comparison per setting that has both a baseline and a PODS arm (letters a-f first)."""
+    out = []
+    settings = sorted(df["setting"].astype(str).unique(), key=lambda s: (len(s) != 1, s))
+    for s in settings:
+        sel = main_comparison(df, s)
+        if sel is None:
+            continue
+        out.append(Comparison(setting=s, dataset=primary_dataset(df, s),
+                              metric=metric or SETTING_METRIC.get(s, "accuracy"),
+                              baseline=sel[0], pods=sel[1], paper=PAPER_SPEEDUP.get(s)))  # fmt: skip
+    return out
+
+
+def printed_speedup(x: float) -> float:
+    """The ratio as the paper prints it: truncated to one decimal (28/16 = 1.75 is "1.7x")."""
+    return math.floor(x * 10 + 1e-9) / 10 if math.isfinite(x) else x
+
+
+def speedup_table(df: pd.DataFrame, comparisons: Iterable[Comparison] | None = None,
+                  threshold: float = DEFAULT_THRESHOLD, n_boot: int = 2000,
+                  boot_seed: int = 0) -> pd.DataFrame:  # fmt: skip
+    """Table 3: one row per comparison, with the point estimate from the mean curves and a
+    percentile bootstrap interval over seeds (`bootstrap_speedup`)."""
+    if comparisons is None:
+        comparisons = default_comparisons(df)
+    rows = []
+    for c in comparisons:
+        sub = select(df, setting=c.setting, dataset=c.dataset, metric=c.metric)
+        base_runs, pods_runs = select(sub, **c.baseline), select(sub, **c.pods)
+        if base_runs.empty or pods_runs.empty:
+            continue
+        base_curve, pods_curve = mean_curve(base_runs), mean_curve(pods_runs)
+        res = time_to_peak(base_curve, pods_curve, threshold)
+        boot = bootstrap_speedup(base_runs, pods_runs, threshold, n_boot, boot_seed)
+        grid = np.diff(np.sort(base_curve["time_s"].unique()))
+        rows.append({
+            "setting": c.setting, "setting_name": base_runs["setting_name"].iloc[0],
+            "baseline": _label(c.baseline), "pods": _label(c.pods), "dataset": c.dataset,
+            "metric": c.metric, "grid_s": float(np.median(grid)) if grid.size else math.nan,
+            "threshold": threshold, "peak_baseline": res["peak"], "t_peak_baseline_s": res["t_peak_s"],
+            "target": res["target"], "t_baseline_s": res["t_baseline_s"], "t_pods_s": res["t_pods_s"],
+            "speedup": printed_speedup(res["speedup"]), "speedup_exact": res["speedup"],
+            "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
+            "paper_speedup": c.paper if c.paper is not None else math.nan,
+            "n_seeds_baseline": int(base_runs["seed"].nunique()),
+            "n_seeds_pods": int(pods_runs["seed"].nunique()), "n_boot": n_boot,
+            "note": "" if res["pods_reached"] else "PODS never reached the target: speedup 0",
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _fmt(x, digits=2) -> str:
+    if isinstance(x, float | np.floating):
+        if math.isnan(x):
+            return "-"
+        if math.isinf(x):
+            return "never"
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+_SHOWN = [("setting", "setting", 0), ("baseline", "baseline", 0), ("pods", "PODS", 0),
+          ("metric", "metric", 0), ("grid_s", "grid (s)", 0), ("peak_baseline", "baseline peak", 4),
+          ("t_baseline_s", "t baseline (s)", 0), ("t_pods_s", "t PODS (s)", 0),
+          ("speedup", "speed-up", 1), ("speedup_exact", "exact", 2), ("ci_low", "95% CI low", 2),
+          ("ci_high", "95% CI high", 2), ("paper_speedup", "paper", 1)]  # fmt: skip
+
+
+def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
+    """Write `stem`.csv (all columns), `stem`.md and `stem`.tex (the main columns)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md"), stem.with_suffix(".tex")]
+    df.to_csv(paths[0], index=False)
+    cols = [(c, h, d) for c, h, d in _SHOWN if c in df.columns]
+    cells = [[_fmt(r[c], d) for c, _, d in cols] for _, r in df.iterrows()]
+    head = [h for _, h, _ in cols]
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    md += ["| " + " | ".join(row) + " |" for row in cells]
+    md.append("")
+    md.append(f"Speed-up: time for the baseline / time for PODS to first reach {_fmt(df['threshold'].iloc[0] if len(df) else DEFAULT_THRESHOLD)} x the "
+              "baseline's peak mean curve on the evaluation grid (t = 0 excluded), truncated to one "
+              "decimal as the paper prints it; CI: percentile bootstrap over seeds.")  # fmt: skip
+    paths[1].write_text("\n".join(md) + "\n")
+
+    def tex(s: str) -> str:
+        return re.sub(r"([_%&#$])", r"\\\1", s)
+
+    lines = [r"\begin{tabular}{" + "l" * 4 + "r" * (len(cols) - 4) + "}", r"\toprule",
+             " & ".join(tex(h) for h in head) + r" \\", r"\midrule"]  # fmt: skip
+    lines += [" & ".join(tex(c) for c in row) + r" \\" for row in cells]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    paths[2].write_text("\n".join(lines) + "\n")
+    return paths
+
+
+def released_comparisons() -> list[Comparison]:
+    """Table 3 (a), (b), (c), (e), (f) as computed by the authors' scripts (PAPER.md §5)."""
+    spec = {"a": ("gsm8k", "accuracy", (16, 16, 1), (64, 16, 1)),
+            "b": ("gsm8k", "both_accuracy", (16, 16, 1), (64, 16, 1)),
+            "c": ("math500", "accuracy", (8, 8, 1), (32, 8, 1)),
+            "e": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4)),
+            "f": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4))}  # fmt: skip
+    out = []
+    for s, (ds, metric, (bn, bm, bga), (pn, pm, pga)) in spec.items():
+        base_arm = "grpo_ga" if bga > 1 else "grpo"
+        out.append(Comparison(s, ds, metric, {"arm": base_arm, "n": bn, "m": bm, "grad_accum": bga},
+                              {"arm": "pods", "n": pn, "m": pm, "grad_accum": pga},
+                              PAPER_SPEEDUP[s]))  # fmt: skip
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# CLI
+
+
+def _parse_letters(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    out = {}
+    for item in text.split(","):
+        name, sep, letter = item.partition("=")
+        if not sep or letter not in list("abcdef"):
+            raise AnalysisInputError(f"--letters item {item!r}: write NAME=LETTER with LETTER in a-f, "
+                                     "e.g. --letters tiny_gsm8k=a,tiny_llama=b")
+        out[name.strip()] = letter
+    return out
+
+
+def _write_csv(df: pd.DataFrame, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=False)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pods.analysis", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("released", help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
+    p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
+    p.add_argument("--out-dir", required=True)
+    p = sub.add_parser("collect", help="curves.csv and steps.csv from our run directories")
+    p.add_argument("--runs", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
+    p = sub.add_parser("time-to-peak", help="Table 3 with bootstrap CIs from a curves.csv")
+    p.add_argument("--curves", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--metric", help="override the metric (default: both_accuracy for b, else accuracy)")
+    for q in sub.choices.values():
+        if q.prog.endswith(("released", "time-to-peak")):
+            q.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
+            q.add_argument("--n-boot", type=int, default=2000)
+            q.add_argument("--boot-seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    try:
+        out = Path(args.out_dir)
+        if args.cmd == "released":
+            curves, steps = _released(args.logs)
+            table = speedup_table(curves, released_comparisons(), args.threshold, args.n_boot, args.boot_seed)
+            written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
+            written += write_table(table, out / "time_to_peak")
+        elif args.cmd == "collect":
+            curves, steps = _collect(args.runs, _parse_letters(args.letters))
+            written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
+            table = None
+        else:
+            curves = read_curves(args.curves)
+            table = speedup_table(curves, default_comparisons(curves, args.metric), args.threshold,
+                                  args.n_boot, args.boot_seed)  # fmt: skip
+            if table.empty:
+                raise AnalysisInputError(
+                    f"{args.curves} has no setting with both a baseline (grpo or grpo_ga, n == m) "
+                    "and a PODS arm (n > m, max_variance, after): train both arms first")  # fmt: skip
+            written = write_table(table, out / "time_to_peak")
+    except AnalysisInputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if table is not None:
+        cols = ["setting", "metric", "t_baseline_s", "t_pods_s", "speedup", "speedup_exact",
+                "ci_low", "ci_high", "paper_speedup"]  # fmt: skip
+        print(table[cols].to_string(index=False))
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

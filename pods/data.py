@@ -1,0 +1,519 @@
+"""Tasks and prompts: GSM8K, MATH, SciKnowEval-Chemistry, GSM8K-Platinum and synthetic arithmetic.
+
+One entry point, `load_task(name, split, ...)`, returns a list of records
+
+    {"prompt": [messages] or str, "answer": str, "id": str, "question": str, ...}
+
+that TRL 1.16's `GRPOTrainer` consumes directly: a `prompt` that is a list of `{"role", "content"}`
+messages is "conversational" (`trl.data_utils.is_conversational`) and is rendered with the
+tokenizer's chat template plus the generation prompt (`GRPOTrainer._tokenize_prompts`); a `prompt`
+that is a plain string is tokenized as it is. `answer` is the raw gold field in the form
+`pods.rewards.score(completion, answer, task)` expects; the other keys reach the reward functions
+as keyword arguments.
+
+Tasks (the default source of each split; every split also reads a local JSON-lines file, `path=`):
+
+| name | train | test | answer |
+|---|---|---|---|
+| gsm8k | `../shared/data/gsm8k/train.jsonl`, else hub `openai/gsm8k` (main) | same, `test.jsonl` | full GSM8K answer text with `#### N` |
+| math | hub `EleutherAI/hendrycks_math`, 7 subsets, train, concatenated, `shuffle(seed=42)` | hub `HuggingFaceH4/MATH-500` | bare answer (last `\\boxed{}` of the solution) |
+| chemistry | hub `hicai-zju/SciKnowEval`, Chemistry & L3, 4-option items, seeded 80/20 split | the other 20% | letter A-D |
+| gsm8k_platinum | none (evaluation only) | hub `madrylab/gsm8k-platinum` (main, test) | full answer text with `#### N` |
+| arith | generated: 2-digit `a+b` / `a-b` (a >= b), all problems not in test | 500 fixed problems | integer string |
+| arith_hard | generated: 3-digit `a+b` / `a-b` (a >= b), 20,000 by default | 500 fixed problems | integer string |
+| arith_mc | generated: `arith` problems as 4-option multiple choice | 500 fixed problems | letter A-D |
+
+Expected fields of a local JSON-lines file (one object per line):
+  gsm8k, gsm8k_platinum: `question`, `answer` (the GSM8K answer text with `#### N`, or a bare number).
+  math: `problem` (or `question`) and `answer`, or `solution` whose last `\\boxed{...}` is the answer.
+  chemistry: `question` and `answerKey` (or `answer`) in A-D, plus `choices` as
+    `{"label": [...], "text": [...]}` or a list of 4 strings (omit it if the options are in `question`).
+  arith, arith_hard, arith_mc: `question` and `answer` (optional `solution`).
+
+Prompt styles (PAPER.md §3.4): `instruct` (single-GPU settings (a)-(d): `SYSTEM_PROMPT_INSTRUCT`
+as the system turn, the raw question as the user turn), `openr1` (multi-GPU settings (e)-(f):
+`SYSTEM_PROMPT_OPENR1`), `plain` (the tiny models, which have no chat template: the string
+`question + "\\n"`; the completion starts right after it).
+
+Synthetic completions use the paper's format with a digit-wise scratchpad, e.g. for `47+38=`
+
+    <think>
+    7+8+0=15
+    4+3+1=8
+    </think>
+    <answer>
+    85
+    </answer>
+
+(each line is one column from the units up: digit + digit + carry; subtraction writes the borrowed
+digit as `13-7-0=6` and passes a borrow of 1 to the next column).
+
+Run `python -m pods.data TASK SPLIT [N]` to print N records.
+
+Departures from the paper / official code, all because the sources leave a gap (PAPER.md §6, §7):
+- Chemistry: the paper gives no split, prompt or item filter. We keep SciKnowEval items with
+  domain Chemistry, level L3 and exactly the options A-D, sort them by question text, shuffle with
+  `random.Random(42)` and put 20% in test (fixed, independent of the run seed). The options are
+  appended to the question as lines `A. text`.
+- MATH train gold: the official code takes the last `\\boxed{` up to the first `}`, which breaks on
+  nested braces; we match braces.
+- GSM8K-Platinum: the paper gives no hub id; we use `madrylab/gsm8k-platinum` (config `main`,
+  split `test`, 1,209 items; rows whose `cleaning_status` is `rejected` are dropped if present).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Shared, read-only data next to the repository (../shared/data relative to the repo root).
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+# PAPER.md §3.4, single-GPU settings (a)-(d), verbatim: starts and ends with a newline.
+SYSTEM_PROMPT_INSTRUCT = """
+You will be given a math question.
+Reason about the question and correct your own mistakes if you make any.
+
+Respond in the following format:
+<think>
+Reason here. Decide to answer when you are confident as your response length is limited.
+</think>
+<answer>
+Answer here.
+</answer>
+"""
+
+# PAPER.md §3.4, multi-GPU settings (e)-(f) (open-r1 recipe), verbatim.
+SYSTEM_PROMPT_OPENR1 = (
+    "You are a helpful AI Assistant that provides well-reasoned and detailed responses. You first "
+    "think about the reasoning process as an internal monologue and then provide the user with the "
+    "answer. Respond in the following format: <think>\n...\n</think>\n<answer>\n...\n</answer>"
+)
+
+PROMPT_STYLES = ("instruct", "openr1", "plain")
+SPLITS = ("train", "test")
+SYNTHETIC_TASKS = ("arith", "arith_hard", "arith_mc")
+TASKS = ("gsm8k", "math", "chemistry", "gsm8k_platinum", *SYNTHETIC_TASKS)
+
+# Synthetic tasks: the test set is a fixed sample drawn with its own seed, never the run seed.
+SYNTH_TEST_SIZE = 500
+SYNTH_TEST_SEED = 1234
+ARITH_HARD_TRAIN_SIZE = 20_000
+# Chemistry split (PAPER.md §6 [GAP]): fixed seed and test fraction, independent of the run seed.
+CHEM_SPLIT_SEED = 42
+CHEM_TEST_FRACTION = 0.2
+MATH_SUBSETS = (
+    "algebra",
+    "counting_and_probability",
+    "geometry",
+    "intermediate_algebra",
+    "number_theory",
+    "prealgebra",
+    "precalculus",
+)
+LETTERS = ("A", "B", "C", "D")
+
+
+class DataError(ValueError):
+    """Bad task name, split, style or file; the message says how to fix it."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Synthetic arithmetic
+
+
+def _scratchpad(a: int, op: str, b: int) -> list[str]:
+    """Digit-wise working for a op b (a >= b for '-'), one line per column from the units up."""
+    da, db = str(a)[::-1], str(b)[::-1]
+    lines, carry = [], 0
+    for i in range(max(len(da), len(db))):
+        x = int(da[i]) if i < len(da) else 0
+        y = int(db[i]) if i < len(db) else 0
+        if op == "+":
+            s = x + y + carry
+            lines.append(f"{x}+{y}+{carry}={s}")
+            carry = s // 10
+        else:
+            # Borrow: write the column's top digit as 1x so the line itself is a true equation.
+            top = x + 10 if x - y - carry < 0 else x
+            lines.append(f"{top}-{y}-{carry}={top - y - carry}")
+            carry = 1 if top != x else 0
+    return lines
+
+
+def _arith_completion(a: int, op: str, b: int, tail: str | None = None) -> str:
+    """Gold completion in the paper's format; `tail` replaces the answer (used by arith_mc)."""
+    value = a + b if op == "+" else a - b
+    think = _scratchpad(a, op, b)
+    answer = str(value)
+    if tail is not None:
+        think.append(f"{value}={tail}")
+        answer = tail
+    return "<think>\n" + "\n".join(think) + "\n</think>\n<answer>\n" + answer + "\n</answer>"
+
+
+def _all_problems(digits: int) -> list[tuple[int, str, int]]:
+    lo, hi = 10 ** (digits - 1), 10**digits
+    out = [(a, "+", b) for a in range(lo, hi) for b in range(lo, hi)]
+    out += [(a, "-", b) for a in range(lo, hi) for b in range(lo, a + 1)]
+    return out
+
+
+def _random_problem(rng: random.Random, digits: int) -> tuple[int, str, int]:
+    lo, hi = 10 ** (digits - 1), 10**digits - 1
+    a, b = rng.randint(lo, hi), rng.randint(lo, hi)
+    op = rng.choice("+-")
+    if op == "-" and a < b:
+        a, b = b, a
+    return a, op, b
+
+
+def _mc_options(a: int, op: str, b: int, rng: random.Random) -> tuple[list[int], str]:
+    """Four distinct non-negative options (the value plus near misses) and the gold letter."""
+    value = a + b if op == "+" else a - b
+    # Near misses that a wrong carry/borrow or a slipped digit would produce.
+    cands = [value + d for d in (1, -1, 10, -10, 2, -2, 11, -11, 9, -9, 100)]
+    cands = [c for c in dict.fromkeys(cands) if c >= 0 and c != value]
+    options = rng.sample(cands, 3) + [value]
+    rng.shuffle(options)
+    return options, LETTERS[options.index(value)]
+
+
+def _synthetic_record(task: str, a: int, op: str, b: int, rng: random.Random) -> dict:
+    expr = f"{a}{op}{b}="
+    if task == "arith_mc":
+        options, gold = _mc_options(a, op, b, rng)
+        question = expr + "".join(f"\n{L} {v}" for L, v in zip(LETTERS, options, strict=True))
+        return {
+            "question": question,
+            "answer": gold,
+            "solution": _arith_completion(a, op, b, tail=gold),
+            "id": f"{task}:{a}{op}{b}",
+        }
+    return {
+        "question": expr,
+        "answer": str(a + b if op == "+" else a - b),
+        "solution": _arith_completion(a, op, b),
+        "id": f"{task}:{a}{op}{b}",
+    }
+
+
+def synthetic_problems(task: str, split: str, seed: int = 0) -> list[tuple[int, str, int]]:
+    """The (a, op, b) triples of a synthetic split; test is fixed, train excludes every test triple."""
+    digits = 3 if task == "arith_hard" else 2
+    test_rng = random.Random(SYNTH_TEST_SEED + digits)
+    if digits == 2:
+        universe = _all_problems(2)
+        test = test_rng.sample(universe, SYNTH_TEST_SIZE)
+    else:
+        test_set: dict[tuple[int, str, int], None] = {}
+        while len(test_set) < SYNTH_TEST_SIZE:
+            test_set[_random_problem(test_rng, 3)] = None
+        test = list(test_set)
+    if split == "test":
+        return test
+    banned = set(test)
+    rng = random.Random(seed)
+    if digits == 2:
+        # Every 2-digit problem not in test (12,195 - 500), in a seed-dependent order.
+        train = [p for p in universe if p not in banned]
+        rng.shuffle(train)
+    else:
+        train_set: dict[tuple[int, str, int], None] = {}
+        while len(train_set) < ARITH_HARD_TRAIN_SIZE:
+            p = _random_problem(rng, 3)
+            if p not in banned:
+                train_set[p] = None
+        train = list(train_set)
+    assert banned.isdisjoint(train), "synthetic train and test overlap"
+    return train
+
+
+def _load_synthetic(task: str, split: str, seed: int) -> list[dict]:
+    problems = synthetic_problems(task, split, seed)
+    # Options of arith_mc come from a per-split RNG so that a record is a function of (split, seed).
+    rng = random.Random(f"{task}-{split}-{seed if split == 'train' else SYNTH_TEST_SEED}")
+    return [_synthetic_record(task, a, op, b, rng) for a, op, b in problems]
+
+
+# ----------------------------------------------------------------------------------------------
+# Real tasks: hub and local files
+
+
+def extract_boxed(text: str) -> str | None:
+    """Contents of the last \\boxed{...} (or \\fbox{...}) in text, with nested braces matched."""
+    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
+    if start < 0:
+        return None
+    i = text.index("{", start) + 1
+    depth, j = 1, i
+    while j < len(text) and depth:
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        j += 1
+    return text[i : j - 1] if depth == 0 else None
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise DataError(
+            f"data file {path} does not exist. Pass an existing JSON-lines file "
+            "(e.g. task.train=PATH.jsonl / task.test=PATH.jsonl in the config); "
+            "see the pods.data docstring for the expected fields."
+        )
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno} is not valid JSON ({e}); each line must be one object") from e
+    return rows
+
+
+def _load_hub(task: str, split: str, loader: Callable[[], list[dict]], hub_id: str) -> list[dict]:
+    """Run a hub loader; turn any failure into a DataError that says how to use a local file."""
+    try:
+        return loader()
+    except Exception as e:  # noqa: BLE001 - any hub/network/parsing failure gets the same advice
+        raise DataError(
+            f"could not load the {split} split of task {task!r} from the Hugging Face hub "
+            f"({hub_id}): {type(e).__name__}: {str(e)[:300]}. Without hub access pass a local "
+            f"JSON-lines file: task.{split}=PATH.jsonl in the config (path=... for load_task); "
+            "see the pods.data docstring for the expected fields."
+        ) from e
+
+
+def _require(row: dict, keys: tuple[str, ...], where: str) -> str:
+    for k in keys:
+        if row.get(k) is not None:
+            return row[k]
+    raise DataError(f"{where}: missing field {' or '.join(map(repr, keys))} (has {sorted(row)})")
+
+
+def _gsm8k_rows(rows: list[dict], task: str, split: str, src: str) -> list[dict]:
+    out = []
+    for i, r in enumerate(rows):
+        if r.get("cleaning_status") == "rejected":  # GSM8K-Platinum marks dropped questions so
+            continue
+        where = f"{src} row {i}"
+        out.append(
+            {
+                "question": _require(r, ("question",), where),
+                "answer": str(_require(r, ("answer",), where)),
+                "id": f"{task}-{split}-{i}",
+            }
+        )
+    return out
+
+
+def _math_rows(rows: list[dict], task: str, split: str, src: str) -> list[dict]:
+    out = []
+    for i, r in enumerate(rows):
+        where = f"{src} row {i}"
+        question = _require(r, ("problem", "question"), where)
+        answer = r.get("answer")
+        if answer is None:
+            answer = extract_boxed(_require(r, ("solution",), where))
+            if answer is None:
+                continue  # a solution without a \boxed{} has no gold answer to grade against
+        out.append({"question": question, "answer": str(answer), "id": r.get("unique_id") or f"{task}-{split}-{i}"})
+    return out
+
+
+def _chem_question(r: dict, where: str) -> tuple[str, str] | None:
+    """Question text with the options as lines 'A. ...', and the gold letter; None if not A-D."""
+    question = _require(r, ("question",), where)
+    gold = str(_require(r, ("answerKey", "answer"), where)).strip()
+    choices = r.get("choices")
+    if choices is not None:
+        if isinstance(choices, dict):
+            labels, texts = list(choices.get("label") or []), list(choices.get("text") or [])
+        else:
+            texts = list(choices)
+            labels = list(LETTERS[: len(texts)])
+        if tuple(labels) != LETTERS or len(texts) != 4:
+            return None
+        question = question + "\n" + "\n".join(f"{L}. {t}" for L, t in zip(labels, texts, strict=True))
+    if gold not in LETTERS:
+        return None
+    return question, gold
+
+
+def _chem_rows(rows: list[dict], task: str, split: str, src: str, filter_l3: bool) -> list[dict]:
+    out = []
+    for i, r in enumerate(rows):
+        if filter_l3:
+            level = (r.get("details") or {}).get("level", r.get("level"))
+            if str(r.get("domain", "")).lower() != "chemistry" or level != "L3":
+                continue
+        qa = _chem_question(r, f"{src} row {i}")
+        if qa is None:
+            continue  # not a 4-option A-D item: the paper grades letters only (PAPER.md §6)
+        out.append({"question": qa[0], "answer": qa[1], "id": r.get("id") or f"{task}-{i}"})
+    return out
+
+
+def _chem_split(records: list[dict], split: str) -> list[dict]:
+    """Fixed 80/20 split: sort by question (hub order independent), shuffle with seed 42."""
+    records = sorted(records, key=lambda r: r["question"])
+    random.Random(CHEM_SPLIT_SEED).shuffle(records)
+    n_test = round(CHEM_TEST_FRACTION * len(records))
+    for i, r in enumerate(records):
+        r["id"] = f"chemistry-{i}"
+    return records[:n_test] if split == "test" else records[n_test:]
+
+
+def _hub_rows(hub_id: str, config: str | None, split: str) -> list[dict]:
+    import datasets  # imported lazily: slow to import and only needed for hub sources
+
+    return list(datasets.load_dataset(hub_id, config, split=split))
+
+
+def _load_real(task: str, split: str, path: str | Path | None) -> list[dict]:
+    if path is not None:
+        src = Path(path)
+        rows = _read_jsonl(src)
+        if task in ("gsm8k", "gsm8k_platinum"):
+            return _gsm8k_rows(rows, task, split, str(src))
+        if task == "math":
+            return _math_rows(rows, task, split, str(src))
+        # chemistry: a local file is already this split; keep only the letter items.
+        return _chem_rows(rows, task, split, str(src), filter_l3=False)
+
+    if task == "gsm8k":
+        local = SHARED_DATA / "gsm8k" / f"{split}.jsonl"
+        if local.is_file():
+            return _gsm8k_rows(_read_jsonl(local), task, split, str(local))
+        rows = _load_hub(task, split, lambda: _hub_rows("openai/gsm8k", "main", split), "openai/gsm8k")
+        return _gsm8k_rows(rows, task, split, "openai/gsm8k")
+    if task == "gsm8k_platinum":
+        if split != "test":
+            raise DataError("gsm8k_platinum is an evaluation-only set: use split='test' (train on gsm8k)")
+        hub = "madrylab/gsm8k-platinum"
+        rows = _load_hub(task, split, lambda: _hub_rows(hub, "main", "test"), hub)
+        return _gsm8k_rows(rows, task, split, hub)
+    if task == "math":
+        if split == "test":
+            hub = "HuggingFaceH4/MATH-500"
+            rows = _load_hub(task, split, lambda: _hub_rows(hub, None, "test"), hub)
+            return _math_rows(rows, task, split, hub)
+        hub = "EleutherAI/hendrycks_math"
+
+        def train_rows() -> list[dict]:
+            import datasets
+
+            parts = [datasets.load_dataset(hub, s, split="train") for s in MATH_SUBSETS]
+            # PAPER.md §7: the 7 subsets concatenated, shuffle(seed=42).
+            return list(datasets.concatenate_datasets(parts).shuffle(seed=42))
+
+        return _math_rows(_load_hub(task, split, train_rows, hub), task, split, hub)
+    # chemistry
+    hub = "hicai-zju/SciKnowEval"
+    rows = _load_hub(task, split, lambda: _hub_rows(hub, None, "test"), hub)
+    return _chem_split(_chem_rows(rows, task, split, hub, filter_l3=True), split)
+
+
+# ----------------------------------------------------------------------------------------------
+# Prompts
+
+
+def make_prompt(question: str, style: str) -> list[dict] | str:
+    """The policy input for one question in the given style (PAPER.md §3.4)."""
+    if style == "instruct":
+        return [{"role": "system", "content": SYSTEM_PROMPT_INSTRUCT}, {"role": "user", "content": question}]
+    if style == "openr1":
+        return [{"role": "system", "content": SYSTEM_PROMPT_OPENR1}, {"role": "user", "content": question}]
+    if style == "plain":
+        return question + "\n"
+    raise DataError(f"unknown prompt_style {style!r}; choose one of {', '.join(PROMPT_STYLES)}")
+
+
+def prompt_length(prompt: list[dict] | str, tokenizer: Any) -> int:
+    """Tokens the policy sees for this prompt: chat template + generation prompt, or the string."""
+    if isinstance(prompt, str):
+        return len(tokenizer(prompt)["input_ids"])
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise DataError(
+            "this tokenizer has no chat template, so chat prompts cannot be rendered; "
+            "use prompt_style=plain for models without one (the tiny models)"
+        )
+    enc = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)
+    return len(enc["input_ids"])
+
+
+def load_task(
+    name: str,
+    split: str,
+    path: str | Path | None = None,
+    prompt_style: str = "instruct",
+    tokenizer: Any = None,
+    max_prompt_length: int | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> list[dict]:
+    """Records {prompt, answer, id, question[, solution]} of one split of a task.
+
+    path: a local JSON-lines file that replaces the task's default source for this split.
+    tokenizer + max_prompt_length: drop prompts longer than max_prompt_length tokens (PAPER.md §3.4).
+    limit: keep the first `limit` records (after filtering).
+    seed: order of the generated synthetic training set (test sets never depend on it).
+    """
+    if name not in TASKS:
+        raise DataError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+    if split not in SPLITS:
+        raise DataError(f"unknown split {split!r}; choose 'train' or 'test'")
+    if prompt_style not in PROMPT_STYLES:
+        raise DataError(f"unknown prompt_style {prompt_style!r}; choose one of {', '.join(PROMPT_STYLES)}")
+    if max_prompt_length is not None and tokenizer is None:
+        raise DataError("max_prompt_length needs the policy's tokenizer (pass tokenizer=...)")
+
+    if name in SYNTHETIC_TASKS and path is None:
+        records = _load_synthetic(name, split, seed)
+    elif name in SYNTHETIC_TASKS:
+        rows = _read_jsonl(Path(path))
+        records = [
+            {
+                "question": _require(r, ("question",), f"{path} row {i}"),
+                "answer": str(_require(r, ("answer",), f"{path} row {i}")),
+                **({"solution": r["solution"]} if "solution" in r else {}),
+                "id": r.get("id") or f"{name}-{split}-{i}",
+            }
+            for i, r in enumerate(rows)
+        ]
+    else:
+        records = _load_real(name, split, path)
+    if not records:
+        raise DataError(f"task {name!r} split {split!r} has no usable records (source: {path or 'default'})")
+
+    out = []
+    for r in records:
+        prompt = make_prompt(r["question"], prompt_style)
+        if max_prompt_length is not None and prompt_length(prompt, tokenizer) > max_prompt_length:
+            continue
+        out.append({"prompt": prompt, **r})
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 2:
+        sys.exit("usage: python -m pods.data TASK SPLIT [N] [STYLE]")
+    n = int(argv[2]) if len(argv) > 2 else 3
+    style = argv[3] if len(argv) > 3 else "plain"
+    recs = load_task(argv[0], argv[1], prompt_style=style)
+    print(f"{len(recs)} records")
+    for r in recs[:n]:
+        print(json.dumps(r, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

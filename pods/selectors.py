@@ -1,0 +1,214 @@
+"""Down-sampling rules: which m of the n rollouts of each prompt group enter the policy update.
+
+The public entry point is :func:`select`::
+
+    keep_P_M = select(rewards_P_N, m, rule="max_variance")   # (P, m) indices into each group
+    keep_M = select(rewards_N, m)                              # (m,) for a single group
+
+Rules live in a small registry keyed by the name used in configs (``rollout.rule``):
+
+- ``max_variance`` (the paper's D_maxv, §3.3, Algorithm 2): the size-m subset of maximal reward
+  variance. By Lemma 3.1 it is "the k highest plus the m-k lowest rewards" for some k in {0..m};
+  we sort once, build prefix sums of r and r^2, score all m+1 candidates in O(1) each, and pick the
+  best: O(n log n) per group, vectorised over the P groups (no Python loop over groups or over k).
+- ``max_reward`` (D_maxr): the m highest rewards.
+- ``random`` (D_rand): m indices uniformly without replacement, seeded by ``generator``.
+- ``percentile`` (D_perc): the rollouts at the reward quantiles (j - 0.5)/m, j = 1..m.
+- ``all``: keep every rollout (requires m == n; vanilla GRPO).
+
+Determinism and ties (the paper leaves these open, PAPER.md §1.3 [GAP]):
+
+- Equal rewards are ordered by their index: we sort with a *stable* sort, so among equal rewards the
+  rollout with the lower index counts as "lower". Consequently ``max_variance`` takes tied bottom
+  rewards from the lowest indices and tied top rewards from the highest indices, and ``max_reward``
+  takes the lowest indices among rewards tied at the cut-off. (The authors' code uses torch's
+  default, unstable sort, so its choice among equal rewards is arbitrary.)
+- Equal variances: ``max_variance`` keeps the candidate with the smallest k (fewest rollouts taken
+  from the top), exactly as Algorithm 2's loop (initialised with k = 0, replaced only on a strictly
+  greater variance). Variances within a relative 1e-12 of the maximum count as equal, so rounding
+  noise in the prefix sums cannot flip the choice. (The authors' single-GPU code tries candidates in
+  the order k = m, 0, 1, ..., m-1, so its ties go to k = m first; this only changes which of several
+  equally good subsets is kept.)
+- Every rule returns each group's kept indices sorted ascending, so results compare directly.
+
+Bad input raises ``ValueError`` with a message that says what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+__all__ = ["RULES", "check_rule", "register_selector", "select"]
+
+# A rule maps (rewards_P_N float64, m, generator) -> keep_P_M (LongTensor, any order within a row).
+SelectorFn = Callable[[torch.Tensor, int, "torch.Generator | None"], torch.Tensor]
+_REGISTRY: dict[str, SelectorFn] = {}
+
+# Two variances closer than this (relative to the group's spread) are treated as equal.
+_VAR_RTOL = 1e-12
+
+
+def register_selector(name: str) -> Callable[[SelectorFn], SelectorFn]:
+    """Register a down-sampling rule under ``name`` (the string used in configs)."""
+
+    def deco(fn: SelectorFn) -> SelectorFn:
+        if name in _REGISTRY:
+            raise ValueError(f"a down-sampling rule named {name!r} is already registered")
+        _REGISTRY[name] = fn
+        return fn
+
+    return deco
+
+
+def _rules_text() -> str:
+    return ", ".join(sorted(_REGISTRY))
+
+
+def check_rule(rule: str, n: int, m: int) -> None:
+    """Config-time check of a (rule, n, m) triple for training; raises ValueError saying the fix.
+
+    Stricter than :func:`select`: training needs m >= 2, because the advantage of a group of one
+    rollout is always zero (its reward equals its own mean).
+    """
+    if rule not in _REGISTRY:
+        raise ValueError(f"unknown down-sampling rule {rule!r}; valid rules: {_rules_text()}")
+    for key, val in (("n", n), ("m", m)):
+        if isinstance(val, bool) or not isinstance(val, int):
+            raise ValueError(f"rollout.{key} must be an integer, got {val!r}")
+    if n < 1:
+        raise ValueError(f"rollout.n={n} must be >= 1 (rollouts generated per prompt)")
+    if m > n:
+        raise ValueError(
+            f"rollout.m={m} > rollout.n={n}: cannot keep more rollouts than are generated; "
+            f"set rollout.m <= {n} or raise rollout.n"
+        )
+    if m < 2:
+        raise ValueError(
+            f"rollout.m={m}: a kept group of one rollout always has zero advantage; set rollout.m >= 2"
+        )
+    if rule == "all" and m != n:
+        raise ValueError(
+            f"rule 'all' keeps every rollout, so it needs rollout.m == rollout.n (got n={n}, m={m}); "
+            "set rollout.m = rollout.n or choose another rule"
+        )
+
+
+def _validate(rewards: torch.Tensor, m: int, rule: str) -> torch.Tensor:
+    """Return rewards as a float64 (P, N) tensor, or raise ValueError saying what to change."""
+    if rule not in _REGISTRY:
+        raise ValueError(f"unknown down-sampling rule {rule!r}; valid rules: {_rules_text()}")
+    if not isinstance(rewards, torch.Tensor):
+        raise ValueError(
+            f"rewards must be a torch.Tensor of shape (n,) or (P, n), got {type(rewards).__name__}; "
+            "wrap it with torch.as_tensor(...)"
+        )
+    if rewards.dim() not in (1, 2):
+        raise ValueError(
+            f"rewards must have shape (n,) or (P, n) (P prompt groups of n rollouts), got shape "
+            f"{tuple(rewards.shape)}; reshape with rewards.view(P, n)"
+        )
+    if rewards.dtype == torch.bool or rewards.is_complex():
+        raise ValueError(f"rewards must be real numbers, got dtype {rewards.dtype}; cast with .float()")
+    n = rewards.shape[-1]
+    if n == 0:
+        raise ValueError("rewards has no rollouts (n == 0); each group needs at least one rollout")
+    if isinstance(m, bool) or not isinstance(m, int):
+        raise ValueError(f"m must be a Python int, got {m!r} ({type(m).__name__})")
+    if m < 1:
+        raise ValueError(f"m={m} must be >= 1 (the number of rollouts to keep per group)")
+    if m > n:
+        raise ValueError(f"m={m} > n={n}: cannot keep more rollouts than each group has; use m <= {n}")
+    if rule == "all" and m != n:
+        raise ValueError(f"rule 'all' keeps every rollout and needs m == n (got m={m}, n={n})")
+    r = rewards.to(torch.float64)
+    if not torch.isfinite(r).all():
+        bad = (~torch.isfinite(r)).nonzero()[0].tolist()
+        raise ValueError(
+            f"rewards contain NaN or inf (first at index {bad}); fix the reward function or map "
+            "non-finite values to a finite penalty before selection"
+        )
+    return r.unsqueeze(0) if r.dim() == 1 else r
+
+
+def select(
+    rewards: torch.Tensor, m: int, rule: str = "max_variance", generator: torch.Generator | None = None
+) -> torch.LongTensor:
+    """Indices of the m rollouts kept per group, sorted ascending; shape (m,) or (P, m).
+
+    Args:
+        rewards: float tensor of shape (n,) (one group) or (P, n) (P prompt groups of n rollouts).
+        m: rollouts to keep per group, 1 <= m <= n.
+        rule: a name in :data:`RULES`.
+        generator: torch RNG for the ``random`` rule (reproducible selection); ignored otherwise.
+    """
+    r_P_N = _validate(rewards, m, rule)
+    keep_P_M = _REGISTRY[rule](r_P_N, m, generator)
+    keep_P_M = keep_P_M.sort(dim=-1).values.to(device=rewards.device, dtype=torch.long)
+    return keep_P_M[0] if rewards.dim() == 1 else keep_P_M
+
+
+@register_selector("max_variance")
+def _max_variance(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
+    # PODS: Algorithm 2 with prefix sums (Theorem 1). Candidate k keeps sorted positions
+    # [0, m-k) (the m-k lowest) and [n-k, n) (the k highest).
+    P, N = r_P_N.shape
+    sorted_P_N, order_P_N = torch.sort(r_P_N, dim=-1, stable=True)
+    # Centre each group before squaring: variance is shift-invariant and this avoids the
+    # catastrophic cancellation of E[x^2] - E[x]^2 when rewards sit far from zero.
+    x_P_N = sorted_P_N - sorted_P_N.mean(dim=-1, keepdim=True)
+    zero = x_P_N.new_zeros(P, 1)
+    c1_P_N1 = torch.cat([zero, x_P_N.cumsum(-1)], dim=-1)  # c1[:, j] = sum of the j lowest
+    c2_P_N1 = torch.cat([zero, (x_P_N * x_P_N).cumsum(-1)], dim=-1)
+    k_K = torch.arange(m + 1, device=r_P_N.device)  # K = m + 1 candidates
+    low_K, top_start_K = m - k_K, N - k_K
+    s1_P_K = c1_P_N1[:, low_K] + c1_P_N1[:, N : N + 1] - c1_P_N1[:, top_start_K]
+    s2_P_K = c2_P_N1[:, low_K] + c2_P_N1[:, N : N + 1] - c2_P_N1[:, top_start_K]
+    var_P_K = s2_P_K / m - (s1_P_K / m) ** 2  # population variance; the argmax is the same
+    # Tie rule: the smallest k whose variance is (numerically) the maximum, as in Algorithm 2.
+    best_P = var_P_K.max(dim=-1, keepdim=True).values
+    tol_P = _VAR_RTOL * (c2_P_N1[:, N : N + 1] / N + 1e-300)
+    k_P = (var_P_K >= best_P - tol_P).to(torch.int8).argmax(dim=-1)  # first True = smallest k
+    # Map candidate slot j in [0, m) to a sorted position: j if j < m-k, else n-m+j (top block).
+    j_M = torch.arange(m, device=r_P_N.device)
+    pos_P_M = torch.where(j_M < (m - k_P).unsqueeze(-1), j_M, N - m + j_M)
+    return order_P_N.gather(-1, pos_P_M)
+
+
+@register_selector("max_reward")
+def _max_reward(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
+    # Stable sort of the negated rewards: the lowest index wins among rewards tied at the cut.
+    return torch.sort(-r_P_N, dim=-1, stable=True).indices[:, :m]
+
+
+@register_selector("random")
+def _random(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
+    # Uniform without replacement: the first m of a uniformly random permutation per group.
+    device = "cpu" if generator is None else generator.device
+    u_P_N = torch.rand(r_P_N.shape, generator=generator, device=device, dtype=torch.float64)
+    return u_P_N.argsort(dim=-1)[:, :m].to(r_P_N.device)
+
+
+@register_selector("percentile")
+def _percentile(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
+    # PODS: the rollouts at the quantiles q_j = (j - 0.5)/m, j = 1..m, of the group's rewards.
+    # No interpolation: take the order statistic at 0-based sorted position floor(q_j * n), i.e. the
+    # middle of the j-th of m equal slices of the sorted group. Consecutive positions differ by at
+    # least n/m >= 1, so the m indices are distinct; equal rewards are ordered by index (stable sort).
+    P, N = r_P_N.shape
+    order_P_N = torch.sort(r_P_N, dim=-1, stable=True).indices
+    j_M = torch.arange(1, m + 1, device=r_P_N.device)
+    # (2j - 1) * N // (2m) is floor((j - 0.5)/m * N) in exact integer arithmetic.
+    pos_M = ((2 * j_M - 1) * N) // (2 * m)
+    return order_P_N[:, pos_M]
+
+
+@register_selector("all")
+def _all(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
+    P, N = r_P_N.shape
+    return torch.arange(N, device=r_P_N.device).expand(P, N)
+
+
+RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))
+"""Names of the registered down-sampling rules (valid values of ``rollout.rule``)."""

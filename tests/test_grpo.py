@@ -1,0 +1,111 @@
+"""Golden values for the GRPO-PODS advantages and losses, computed by hand, and a gradient check."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pods.grpo import group_advantages, kl_k3, pods_advantages, policy_loss
+from pods.selectors import select
+
+
+def test_group_advantages_golden():
+    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0]))
+    a = 0.5 / (3**-0.5 + 1e-4)  # mean 0.5, unbiased std sqrt(1/3), eps 1e-4
+    assert adv.tolist() == pytest.approx([a, -a, -a, a], rel=1e-6)
+    assert group_advantages(torch.tensor([[2.0, 4.0]]), scale=False).tolist() == [[-1.0, 1.0]]
+
+
+def test_zero_variance_and_singleton_groups_give_zero_not_nan():
+    r_P_N = torch.tensor([[0.1, 0.1, 0.1], [1.2, 1.2, 1.2], [0.0, 1.0, 0.5]])
+    adv = group_advantages(r_P_N)
+    assert torch.equal(adv[:2], torch.zeros(2, 3))  # exactly zero (0.1 * 3 / 3 != 0.1 in floats)
+    assert torch.isfinite(adv).all() and adv[2].abs().sum() > 0
+    assert group_advantages(torch.tensor([[3.0]])).tolist() == [[0.0]]
+    keep = select(torch.tensor([5.0, 5.0, 5.0, 5.0]), 2)
+    assert pods_advantages(torch.tensor([5.0, 5.0, 5.0, 5.0]), keep).tolist() == [0.0, 0.0]
+
+
+def test_pods_advantages_after_vs_before_golden():
+    r = torch.tensor([0.0, 1.0, 2.0, 3.0])
+    keep = torch.tensor([0, 3])
+    after = 1.5 / (math.sqrt(4.5) + 1e-4)  # kept {0, 3}: mean 1.5, unbiased std sqrt(4.5)
+    before = 1.5 / (math.sqrt(5 / 3) + 1e-4)  # all four: mean 1.5, unbiased std sqrt(5/3)
+    assert pods_advantages(r, keep, "after").tolist() == pytest.approx([-after, after], rel=1e-6)
+    assert pods_advantages(r, keep, "before").tolist() == pytest.approx([-before, before], rel=1e-6)
+    # after-normalisation gives each kept group a total advantage of zero (App. A.3)
+    r_P_N = torch.rand(5, 16, generator=torch.Generator().manual_seed(0))
+    adv_P_M = pods_advantages(r_P_N, select(r_P_N, 4), "after")
+    assert adv_P_M.sum(-1).abs().max() < 1e-5
+    with pytest.raises(ValueError, match="normalize"):
+        pods_advantages(r, keep, "during")
+
+
+MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+
+
+def test_loss_golden_on_policy():
+    logp = torch.log(torch.tensor([[0.5, 0.25, 0.9], [0.5, 0.5, 0.5]]))
+    adv = torch.tensor([1.0, -1.0])
+    seq, _ = policy_loss(logp, None, adv, MASK, aggregation="sequence")
+    tok, _ = policy_loss(logp, None, adv, MASK, aggregation="token")
+    assert float(seq) == pytest.approx(0.0)  # row means -1 and +1
+    assert float(tok) == pytest.approx((-1 * 2 + 1 * 3) / 5)
+
+
+def test_loss_golden_with_clipping_and_kl():
+    old = torch.zeros(2, 3)
+    logp = torch.tensor([[math.log(1.5)] * 3, [math.log(0.5)] * 3])
+    adv = torch.tensor([1.0, -1.0])
+    # row 0: min(1.5, clip 1.2) * 1 -> -1.2 per token; row 1: min(-0.5, -0.8) -> +0.8 per token
+    seq, stats = policy_loss(logp, old, adv, MASK, epsilon=0.2)
+    tok, _ = policy_loss(logp, old, adv, MASK, epsilon=0.2, aggregation="token")
+    assert float(seq) == pytest.approx((-1.2 + 0.8) / 2)
+    assert float(tok) == pytest.approx((-1.2 * 2 + 0.8 * 3) / 5, abs=1e-6)
+    assert stats["clip_frac"] == pytest.approx(1.0)
+    # asymmetric upper clip: row 0 now clipped at 1.28
+    seq_hi, _ = policy_loss(logp, old, adv, MASK, epsilon=0.2, epsilon_high=0.28)
+    assert float(seq_hi) == pytest.approx((-1.28 + 0.8) / 2)
+    # k3 KL with ref = logp + log 2: exp(log 2) - log 2 - 1 per token
+    k3 = 2 - math.log(2) - 1
+    ref = logp + math.log(2)
+    seq_kl, st = policy_loss(logp, old, adv, MASK, epsilon=0.2, beta=0.1, ref_logp_B_T=ref)
+    assert float(seq_kl) == pytest.approx((-1.2 + 0.8) / 2 + 0.1 * k3)
+    assert st["kl"] == pytest.approx(k3)
+    assert float(kl_k3(logp, logp).abs().max()) == 0.0
+    with pytest.raises(ValueError, match="ref_logp"):
+        policy_loss(logp, old, adv, MASK, beta=0.1)
+    with pytest.raises(ValueError, match="aggregation"):
+        policy_loss(logp, old, adv, MASK, aggregation="tokens")
+
+
+def test_empty_completion_contributes_zero_not_nan():
+    logp = torch.zeros(2, 3, requires_grad=True)
+    mask = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    for agg in ("sequence", "token"):
+        loss, _ = policy_loss(logp, None, torch.tensor([1.0, 1.0]), mask, aggregation=agg)
+        loss.backward()
+        assert torch.isfinite(loss) and torch.isfinite(logp.grad).all()
+        logp.grad = None
+
+
+@pytest.mark.parametrize("aggregation", ["sequence", "token"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_gradient_step_moves_logprob_with_advantage_sign(aggregation, sign):
+    torch.manual_seed(0)
+    logits_V = torch.zeros(5, requires_grad=True)  # a one-state "policy" over a vocabulary of 5
+    tokens_B_T = torch.tensor([[2, 3, 3], [1, 4, 0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+
+    def seq_logp():
+        return torch.log_softmax(logits_V, -1)[tokens_B_T]
+
+    before = (seq_logp()[0] * mask[0]).sum().item()
+    loss, _ = policy_loss(seq_logp(), None, torch.tensor([sign, 0.0]), mask, aggregation=aggregation)
+    loss.backward()
+    with torch.no_grad():
+        logits_V -= 0.5 * logits_V.grad
+    after = (seq_logp()[0] * mask[0]).sum().item()
+    assert (after - before) * sign > 0, "positive advantage must raise the sequence's log-probability"
