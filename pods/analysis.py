@@ -14,8 +14,9 @@ Tidy curves (`CURVE_COLUMNS`, one row per run x evaluation x dataset x metric):
     dataset, primary_dataset, metric, value, source
 Metrics are named as in our eval.jsonl: accuracy, format_accuracy, both_accuracy (fractions) and
 completion_len_mean (tokens). The authors' names map as ans_acc -> accuracy, for_acc ->
-format_accuracy, both_acc -> both_accuracy, lengths -> completion_len_mean; per-run values are the
-mean of the 5 repeated evaluations, as in their scripts/plot.py.
+format_accuracy, both_acc -> both_accuracy, lengths -> completion_len_mean, and their dataset
+math500 -> math (pods.data's MATH-500 test set); per-run values are the mean of the 5 repeated
+evaluations, as in their scripts/plot.py.
 
 Time-to-peak (PAPER.md §5, App. A.4 of the paper): on the mean-over-seeds curve at the evaluation
 grid, with t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods,
@@ -63,16 +64,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-CURVE_COLUMNS = [
-    "setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed",
-    "grid", "time_s", "time_s_raw", "step", "dataset", "primary_dataset", "metric", "value",
-    "source",
-]  # fmt: skip
-STEP_COLUMNS = [
-    "setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed",
-    "time_s", "steps", "seconds_per_step", "gen_s_per_step", "update_s_per_step",
-    "completion_len_mean", "peak_mem_mb", "source",
-]  # fmt: skip
+# fmt: off
+CURVE_COLUMNS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed", "grid",
+                 "time_s", "time_s_raw", "step", "dataset", "primary_dataset", "metric", "value", "source"]
+STEP_COLUMNS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed", "time_s",
+                "steps", "seconds_per_step", "gen_s_per_step", "update_s_per_step", "completion_len_mean",
+                "peak_mem_mb", "source"]
+# fmt: on
 # Columns that identify one configuration (an "arm" at given n, m, ...) across seeds.
 CONFIG_KEYS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum"]
 METRICS = ("accuracy", "format_accuracy", "both_accuracy", "completion_len_mean")
@@ -90,8 +88,7 @@ class AnalysisInputError(ValueError):
 # naming
 
 
-def arm_name(n: int, m: int, rule: str = "max_variance", normalize: str = "after",
-             grad_accum: int = 1) -> str:  # fmt: skip
+def arm_name(n: int, m: int, rule: str = "max_variance", normalize: str = "after", grad_accum: int = 1) -> str:
     """Arm label of a configuration: n == m is vanilla GRPO (any rule keeps all rollouts)."""
     if int(n) == int(m):
         return "grpo_ga" if int(grad_accum) > 1 else "grpo"
@@ -129,30 +126,58 @@ _SINGLE_GPU = re.compile(
     r"^Instruct-(?P<ds>GSM8K|MATH-NF|Llama)(?:-(?P<rule>MaxR|Rand))?-512-(?P<n>\d+)-(?P<m>\d+)"
     r"(?:-(?P<beta>[\d.]+))?-Run(?P<run>\d+)\.json$"
 )
-_WANDB_RUN = re.compile(r"^data/(?P<run>\S+-s(?P<seed>\d+)-p\d+-n(?P<n>\d+)-m(?P<m>\d+)-ga(?P<ga>\d+))"
-                        r" - (?P<key>.+)$")  # fmt: skip
+_WANDB_RUN = re.compile(
+    r"^data/(?P<run>\S+-s(?P<seed>\d+)-p\d+-n(?P<n>\d+)-m(?P<m>\d+)-ga(?P<ga>\d+))"
+    r" - (?P<key>.+)$"
+)
 _RELEASED = {  # setting -> (grid s, horizon s, primary dataset, base file)
     "a": (1800, 21600, "gsm8k", "base-qwen.json"),
     "b": (600, 5400, "gsm8k", "base-llama.json"),
-    "c": (1800, 21600, "math500", "base-qwen.json"),
+    "c": (1800, 21600, "math", "base-qwen.json"),
     "e": (120, 1800, "gsm8k", None),
     "f": (120, 1800, "gsm8k", None),
 }
-_RELEASED_NAMES = {"GSM8K": ("a", "gsm8k_qwen3b"), "Llama": ("b", "gsm8k_llama3b"),
-                   "MATH-NF": ("c", "math_qwen3b")}  # fmt: skip
-_MULTI_GPU = {"e": ("h100s", "gsm8k_qwen3b_8xh100"), "f": ("a100s", "gsm8k_qwen7b_8xa100")}
-_AUTHOR_METRICS = {"ans_acc": "accuracy", "for_acc": "format_accuracy",
-                   "both_acc": "both_accuracy", "lengths": "completion_len_mean"}  # fmt: skip
+# Setting names as in experiments/*.yaml, so released and our curves line up.
+_RELEASED_NAMES = {
+    "GSM8K": ("a", "a_gsm8k_qwen3b"),
+    "Llama": ("b", "b_gsm8k_llama3b"),
+    "MATH-NF": ("c", "c_math_qwen3b"),
+}
+_MULTI_GPU = {"e": ("h100s", "e_gsm8k_qwen3b_8gpu"), "f": ("a100s", "f_gsm8k_qwen7b_8gpu")}
+# pods.data calls the MATH-500 test set "math"; AMC23 keeps its name (evaluated, never reported).
+_AUTHOR_DATASETS = {"math500": "math"}
+_AUTHOR_METRICS = {
+    "ans_acc": "accuracy",
+    "for_acc": "format_accuracy",
+    "both_acc": "both_accuracy",
+    "lengths": "completion_len_mean",
+}
 _AUTHOR_RULES = {None: "max_variance", "MaxR": "max_reward", "Rand": "random"}
+
+
+# fmt: off
+def _ident(setting, name, n, m, rule, normalize, ga, seed, primary) -> dict:
+    """The identity columns of one run (CURVE_COLUMNS up to seed, plus primary_dataset)."""
+    return dict(setting=setting, setting_name=name, arm=arm_name(n, m, rule, normalize, ga), n=n, m=m, rule=rule,
+                normalize=normalize, grad_accum=ga, seed=seed, primary_dataset=primary)
+
+
+def _row(ident, grid, time_s, time_s_raw, step, dataset, metric, value, source) -> dict:
+    """One tidy curve row."""
+    return {**ident, "grid": int(grid), "time_s": float(time_s), "time_s_raw": float(time_s_raw), "step": step,
+            "dataset": dataset, "metric": metric, "value": float(value), "source": str(source)}
+# fmt: on
+
+
+def _step_ident(ident: dict) -> dict:
+    return {c: ident[c] for c in STEP_COLUMNS if c in ident}
 
 
 def _read_single_gpu(path: Path, match: re.Match, base_cache: dict) -> tuple[list, dict]:
     letter, name = _RELEASED_NAMES[match["ds"]]
     grid_s, horizon_s, primary, base_file = _RELEASED[letter]
     n, m, rule = int(match["n"]), int(match["m"]), _AUTHOR_RULES[match["rule"]]
-    ident = dict(setting=letter, setting_name=name, arm=arm_name(n, m, rule), n=n, m=m, rule=rule,
-                 normalize="after", grad_accum=1, seed=int(match["run"]),
-                 primary_dataset=primary)  # fmt: skip
+    ident = _ident(letter, name, n, m, rule, "after", 1, int(match["run"]), primary)
     log = json.loads(path.read_text())
     # The i-th checkpoint by step number was saved at (i + 1) grid intervals (scripts/plot.py).
     ckpts = sorted(log, key=lambda k: int(k.rsplit("-", 1)[-1]))
@@ -163,23 +188,23 @@ def _read_single_gpu(path: Path, match: re.Match, base_cache: dict) -> tuple[lis
         for ds, block in log[ck].items():
             for key, metric in _AUTHOR_METRICS.items():
                 if block.get(key):
-                    rows.append({**ident, "grid": i + 1, "time_s": float(t), "time_s_raw": float(t),
-                                 "step": int(ck.rsplit("-", 1)[-1]), "dataset": ds,
-                                 "metric": metric, "value": float(np.mean(block[key])),
-                                 "source": path.name})  # fmt: skip
+                    step = int(ck.rsplit("-", 1)[-1])
+                    value = np.mean(block[key])
+                    rows.append(_row(ident, i + 1, t, t, step, _AUTHOR_DATASETS.get(ds, ds), metric, value, path.name))
     # t = 0: the untrained model, the same value for every seed (SEM 0 there, as in plot.py).
     if base_file not in base_cache:
         base_path = path.parent / base_file
         base_cache[base_file] = json.loads(base_path.read_text()) if base_path.exists() else {}
+    evaluated = {ds for ck in ckpts for ds in log[ck]}
     for ds, block in base_cache[base_file].items():
+        if ds not in evaluated:  # base-llama.json also scores MATH-500, the Llama runs never did
+            continue
         for key, metric in _AUTHOR_METRICS.items():
             if block.get(key):
-                rows.append({**ident, "grid": 0, "time_s": 0.0, "time_s_raw": 0.0, "step": 0,
-                             "dataset": ds, "metric": metric,
-                             "value": float(np.mean(block[key])), "source": base_file})  # fmt: skip
+                value = np.mean(block[key])
+                rows.append(_row(ident, 0, 0.0, 0.0, 0, _AUTHOR_DATASETS.get(ds, ds), metric, value, base_file))
     step_at_horizon = int(ckpts[-1].rsplit("-", 1)[-1]) if ckpts else None
-    step_row = {k: ident[k] for k in STEP_COLUMNS if k in ident}
-    step_row.update(time_s=float(horizon_s), steps=step_at_horizon, source=path.name)
+    step_row = {**_step_ident(ident), "time_s": float(horizon_s), "steps": step_at_horizon, "source": path.name}
     return rows, step_row
 
 
@@ -212,29 +237,22 @@ def _read_multi_gpu(log_dir: Path, letter: str) -> tuple[list, list]:
     # Each file is read with its own seeds: the accuracy file has A100 GA seed 15, the length
     # file seed 24 instead. The authors' plot-a100s.py keeps only seeds in both, but the paper's
     # numbers (PAPER.md §5: GA peak 87.24%, 39.82 s per global step) use all five accuracy seeds.
-    for kind, key in (("acc", "eval/rewards/accuracy_reward/mean"),
-                      ("length", "eval/completions/mean_length")):  # fmt: skip
+    for kind, key in (("acc", "eval/rewards/accuracy_reward/mean"), ("length", "eval/completions/mean_length")):
         metric = "accuracy" if kind == "acc" else "completion_len_mean"
         series = _wandb_series(log_dir / f"{prefix}-{kind}.csv")
         for run in sorted(r for r, k in series if k == key and (r, "_step") in series):
             hit = _WANDB_RUN.match(f"data/{run} - x")
             n, m, ga = int(hit["n"]), int(hit["m"]), int(hit["ga"])
-            ident = dict(setting=letter, setting_name=name,
-                         arm=arm_name(n, m, "max_variance", "after", ga), n=n, m=m,
-                         rule="max_variance", normalize="after", grad_accum=ga,
-                         seed=int(hit["seed"]), primary_dataset=primary)  # fmt: skip
+            ident = _ident(letter, name, n, m, "max_variance", "after", ga, int(hit["seed"]), primary)
+            src = f"{prefix}-{kind}.csv"
             for k, target in enumerate(targets_s):
                 t_raw, value = _nearest(series[(run, key)], target)
                 # wandb `_step` counts micro-steps; a global (optimizer) step is GA of them.
                 _, micro = _nearest(series[(run, "_step")], target)
-                rows.append({**ident, "grid": k, "time_s": float(target), "time_s_raw": t_raw,
-                             "step": int(micro) // ga, "dataset": "gsm8k", "metric": metric,
-                             "value": value, "source": f"{prefix}-{kind}.csv"})  # fmt: skip
+                rows.append(_row(ident, k, target, t_raw, int(micro) // ga, "gsm8k", metric, value, src))
             if kind == "acc":
                 _, micro = _nearest(series[(run, "_step")], horizon_s)
-                step_rows.append({**{c: ident[c] for c in STEP_COLUMNS if c in ident},
-                                  "time_s": float(horizon_s), "steps": micro / ga,
-                                  "source": f"{prefix}-acc.csv"})  # fmt: skip
+                step_rows.append({**_step_ident(ident), "time_s": float(horizon_s), "steps": micro / ga, "source": src})
     return rows, step_rows
 
 
@@ -244,7 +262,8 @@ def _released(log_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         raise AnalysisInputError(
             f"released-logs folder {log_dir} does not exist: pass the authors' results/ folder "
             "(a copy is at ../shared/reference/pods-released-results; upstream: "
-            "github.com/YixuanEvenXu/pods, commit 187f43b, folder results/)")  # fmt: skip
+            "github.com/YixuanEvenXu/pods, commit 187f43b, folder results/)"
+        )
     rows, step_rows, base_cache = [], [], {}
     for path in sorted(log_dir.glob("Instruct-*.json")):
         hit = _SINGLE_GPU.match(path.name)
@@ -260,7 +279,8 @@ def _released(log_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     if not rows:
         raise AnalysisInputError(
             f"no released log files in {log_dir}: expected Instruct-*-Run*.json and/or "
-            "{h100s,a100s}-{acc,length}.csv (the authors' results/ folder)")  # fmt: skip
+            "{h100s,a100s}-{acc,length}.csv (the authors' results/ folder)"
+        )
     curves = pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)
     steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
     steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
@@ -295,8 +315,9 @@ def _read_jsonl(path: Path) -> list[dict]:
         except json.JSONDecodeError as err:
             if i == len(lines) - 1:  # a run killed mid-write leaves a partial last line
                 break
-            raise AnalysisInputError(f"{path}: line {i + 1} is not JSON ({err}); "
-                                     "delete the run directory and rerun it") from err  # fmt: skip
+            raise AnalysisInputError(
+                f"{path}: line {i + 1} is not JSON ({err}); delete the run directory and rerun it"
+            ) from err
     return out
 
 
@@ -309,67 +330,64 @@ def _grid_index(time_s: float, grid_s: float) -> int:
 def _one_run(run_dir: Path, letters: Mapping[str, str] | None) -> tuple[list, dict]:
     cfg = json.loads((run_dir / "config.json").read_text())
     roll, ev = cfg.get("rollout", {}), cfg.get("eval", {})
-    n, m = int(roll.get("n")), int(roll.get("m"))
+    n, m = int(roll["n"]), int(roll["m"])
     rule, normalize = roll.get("rule", "max_variance"), roll.get("normalize", "after")
-    ga = int(cfg.get("optim", {}).get("grad_accum", 1) or 1)
-    name = str(cfg.get("setting", run_dir.parts[-3] if len(run_dir.parts) >= 3 else "run"))
-    datasets = ev.get("datasets") or []
-    ident = dict(setting=setting_letter(name, letters) or name, setting_name=name,
-                 arm=arm_name(n, m, rule, normalize, ga), n=n, m=m, rule=rule,
-                 normalize=normalize, grad_accum=ga, seed=int(cfg.get("seed", 0)),
-                 primary_dataset=datasets[0] if datasets else None)  # fmt: skip
-    every_s, every_steps = ev.get("every_s"), ev.get("every_steps")
-    evals = _read_jsonl(run_dir / "eval.jsonl")
+    ga = int(cfg.get("optim", {}).get("grad_accum") or 1)
+    name = str(cfg.get("setting") or run_dir.parts[-3])
+    datasets = ev.get("datasets") or [None]
+    letter = setting_letter(name, letters) or name
+    ident = _ident(letter, name, n, m, rule, normalize, ga, int(cfg.get("seed", 0)), datasets[0])
+    # Grid: wall-clock (eval.every_s, the paper's) or steps (eval.every_steps, deterministic tests;
+    # seeds are then aligned by step and time_s stays the logged time).
+    every_steps = ev.get("every_steps")
+    grid_s = float(ev.get("every_s") or 1800)
+
+    def grid_of(time_s: float, step: int, ceil: bool = False) -> tuple[int, float]:
+        if every_steps:
+            k = math.ceil(step / every_steps) if ceil else round(step / every_steps)
+            return int(k), time_s
+        k = math.ceil(time_s / grid_s - 0.01) if ceil else _grid_index(time_s, grid_s)
+        return int(k), k * grid_s
+
     rows, seen = [], set()
-    for rec in evals:
-        t = float(rec["time_s"])
-        if every_steps:  # step grid (deterministic tests): align seeds by step, keep real times
-            k = int(round(int(rec.get("step", 0)) / every_steps))
-            t_grid = t
-        else:
-            k = _grid_index(t, float(every_s or 1800))
-            t_grid = k * float(every_s or 1800)
+    for rec in _read_jsonl(run_dir / "eval.jsonl"):
+        t, step = float(rec["time_s"]), int(rec.get("step", 0))
+        k, t_grid = grid_of(t, step)
         if (k, rec["dataset"]) in seen:  # e.g. a final evaluation off the grid: keep the first
             continue
         seen.add((k, rec["dataset"]))
         for metric in METRICS:
             if rec.get(metric) is not None:
-                rows.append({**ident, "grid": k, "time_s": t_grid, "time_s_raw": t,
-                             "step": int(rec.get("step", 0)), "dataset": rec["dataset"],
-                             "metric": metric, "value": float(rec[metric]),
-                             "source": str(run_dir)})  # fmt: skip
-    metrics = _read_jsonl(run_dir / "metrics.jsonl")
-    step_row = {k: ident[k] for k in STEP_COLUMNS if k in ident}
-    step_row["source"] = str(run_dir)
-    if metrics:
-        mdf = pd.DataFrame(metrics)
-        last = mdf.iloc[-1]
-        step_row.update(time_s=float(last["time_s"]), steps=int(last["step"]))
-        for col, key in (("gen_time_s", "gen_s_per_step"), ("update_time_s", "update_s_per_step"),
-                         ("completion_len_mean", "completion_len_mean")):  # fmt: skip
-            if col in mdf:
-                step_row[key] = float(mdf[col].mean())
-        if "peak_mem_mb" in mdf:
-            step_row["peak_mem_mb"] = float(mdf["peak_mem_mb"].max())
-        if "completion_len_mean" in mdf and not every_steps:
-            # Training-rollout lengths over time: mean over the steps of each grid interval,
-            # step at time t belongs to grid point ceil(t / grid).
-            grid_s = float(every_s or 1800)
-            k = np.ceil(mdf["time_s"].to_numpy(float) / grid_s - 0.01).astype(int)
-            for kk, grp in mdf.groupby(k):
-                rows.append({**ident, "grid": int(kk), "time_s": kk * grid_s,
-                             "time_s_raw": float(grp["time_s"].iloc[-1]),
-                             "step": int(grp["step"].iloc[-1]), "dataset": "train",
-                             "metric": "completion_len_mean",
-                             "value": float(grp["completion_len_mean"].mean()),
-                             "source": str(run_dir)})  # fmt: skip
+                rows.append(_row(ident, k, t_grid, t, step, rec["dataset"], metric, rec[metric], run_dir))
+    step_row = {**_step_ident(ident), "source": str(run_dir)}
+    mdf = pd.DataFrame(_read_jsonl(run_dir / "metrics.jsonl"))
+    if mdf.empty:
+        return rows, step_row
+    step_row.update(time_s=float(mdf["time_s"].iloc[-1]), steps=int(mdf["step"].iloc[-1]))
+    for col, key in (("gen_time_s", "gen_s_per_step"), ("update_time_s", "update_s_per_step")):
+        if col in mdf:
+            step_row[key] = float(mdf[col].mean())
+    if "peak_mem_mb" in mdf:
+        step_row["peak_mem_mb"] = float(mdf["peak_mem_mb"].max())
+    if "completion_len_mean" in mdf:
+        step_row["completion_len_mean"] = float(mdf["completion_len_mean"].mean())
+        # Training-rollout lengths over time: the mean over the steps of each grid interval
+        # ((k-1) grid, k grid], written as dataset "train".
+        mdf["grid"] = [grid_of(t, st, ceil=True)[0] for t, st in zip(mdf["time_s"], mdf["step"], strict=True)]
+        for k, grp in mdf.dropna(subset=["completion_len_mean"]).groupby("grid"):
+            t_last, step_last = float(grp["time_s"].iloc[-1]), int(grp["step"].iloc[-1])
+            t_grid = grid_of(t_last, step_last, ceil=True)[1]
+            value = grp["completion_len_mean"].mean()
+            rows.append(_row(ident, k, t_grid, t_last, step_last, "train", "completion_len_mean", value, run_dir))
     return rows, step_row
 
 
 def _collect(root: str | Path, letters: Mapping[str, str] | None = None):
     root = Path(root)
-    how = ("train runs first (`snakemake` or `python -m pods train CONFIG`); each run directory "
-           "needs config.json and eval.jsonl (docs/DESIGN.md)")  # fmt: skip
+    how = (
+        "train runs first (`snakemake` or `python -m pods train CONFIG`); each run directory "
+        "needs config.json and eval.jsonl (docs/DESIGN.md)"
+    )
     if not root.is_dir():
         raise AnalysisInputError(f"runs folder {root} does not exist: {how}")
     run_dirs = sorted(p.parent for p in root.rglob("config.json") if (p.parent / "eval.jsonl").exists())
@@ -403,8 +421,9 @@ def load_run_steps(root: str | Path, letters: Mapping[str, str] | None = None) -
 
 def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     df = df.astype({"n": int, "m": int, "grad_accum": int, "seed": int, "grid": int})
-    return df.sort_values(["setting", "arm", "n", "m", "rule", "normalize", "seed", "dataset",
-                           "metric", "grid"], kind="stable").reset_index(drop=True)  # fmt: skip
+    return df.sort_values(
+        ["setting", "arm", "n", "m", "rule", "normalize", "seed", "dataset", "metric", "grid"], kind="stable"
+    ).reset_index(drop=True)
 
 
 def read_curves(path: str | Path) -> pd.DataFrame:
@@ -414,12 +433,15 @@ def read_curves(path: str | Path) -> pd.DataFrame:
         raise AnalysisInputError(
             f"curves file {path} is missing or empty: produce it with `python -m pods.analysis "
             "collect --runs results/runs --out-dir results/tables` (our runs) or `... released "
-            "--logs DIR --out-dir results/released` (the authors' logs)")  # fmt: skip
+            "--logs DIR --out-dir results/released` (the authors' logs)"
+        )
     df = pd.read_csv(path, keep_default_na=False, na_values=[""])
     missing = set(CURVE_COLUMNS) - set(df.columns)
     if missing or df.empty:
-        raise AnalysisInputError(f"{path} is not a curves table (missing columns {sorted(missing)} "
-                                 "or no rows): regenerate it with `python -m pods.analysis collect`")
+        raise AnalysisInputError(
+            f"{path} is not a curves table (missing columns {sorted(missing)} "
+            "or no rows): regenerate it with `python -m pods.analysis collect`"
+        )
     return df.astype({"setting": str, "seed": int, "grid": int})
 
 
@@ -438,8 +460,7 @@ def select(df: pd.DataFrame, **where) -> pd.DataFrame:
     """Rows whose columns equal the given values (a list/tuple value means "is in")."""
     mask = np.ones(len(df), dtype=bool)
     for col, val in where.items():
-        mask &= df[col].isin(val).to_numpy() if isinstance(val, list | tuple | set) else (
-            df[col] == val).to_numpy()
+        mask &= df[col].isin(val).to_numpy() if isinstance(val, list | tuple | set) else (df[col] == val).to_numpy()
     return df[mask]
 
 
@@ -454,8 +475,9 @@ def mean_curve(df: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFr
         keys = [k for k in (*CONFIG_KEYS, "dataset", "metric") if k in df.columns]
     keys = list(keys)
     g = df.groupby([*keys, "grid"], dropna=False, sort=True)
-    out = g.agg(time_s=("time_s", "mean"), mean=("value", "mean"), std=("value", "std"),
-                n_seeds=("value", "count")).reset_index()  # fmt: skip
+    out = g.agg(
+        time_s=("time_s", "mean"), mean=("value", "mean"), std=("value", "std"), n_seeds=("value", "count")
+    ).reset_index()
     out["sem"] = (out["std"] / np.sqrt(out["n_seeds"])).where(out["n_seeds"] > 1, 0.0)
     out["lo"] = out["mean"] - 1.96 * out["sem"]
     out["hi"] = out["mean"] + 1.96 * out["sem"]
@@ -485,20 +507,26 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
     """
     base, pods = _as_series(baseline_curve), _as_series(pods_curve)
     if base.empty:
-        raise ValueError("baseline curve has no points after t = 0: nothing to take a peak of; "
-                         "check that the baseline runs evaluated at least once after training began")
+        raise ValueError(
+            "baseline curve has no points after t = 0: nothing to take a peak of; "
+            "check that the baseline runs evaluated at least once after training began"
+        )
     peak = float(base.max())
     target = threshold * peak
     t_base = float(_first_reach(base.index.to_numpy(float), base.to_numpy()[None], np.array([target]))[0])
     if pods.empty:
         t_pods = math.inf
     else:
-        t_pods = float(_first_reach(pods.index.to_numpy(float), pods.to_numpy()[None],
-                                    np.array([target]))[0])  # fmt: skip
-    return {"peak": peak, "t_peak_s": float(base.idxmax()), "target": target,
-            "t_baseline_s": t_base, "t_pods_s": t_pods,
-            "speedup": t_base / t_pods if math.isfinite(t_pods) else 0.0,
-            "pods_reached": math.isfinite(t_pods)}  # fmt: skip
+        t_pods = float(_first_reach(pods.index.to_numpy(float), pods.to_numpy()[None], np.array([target]))[0])
+    return {
+        "peak": peak,
+        "t_peak_s": float(base.idxmax()),
+        "target": target,
+        "t_baseline_s": t_base,
+        "t_pods_s": t_pods,
+        "speedup": t_base / t_pods if math.isfinite(t_pods) else 0.0,
+        "pods_reached": math.isfinite(t_pods),
+    }
 
 
 def _seed_matrix(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -517,9 +545,14 @@ def _bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
         return np.where(count_B_T > 0, total_B_T / count_B_T, np.nan)
 
 
-def bootstrap_speedup(baseline_runs: pd.DataFrame, pods_runs: pd.DataFrame,
-                      threshold: float = DEFAULT_THRESHOLD, n_boot: int = 2000, seed: int = 0,
-                      ci: float = 0.95) -> dict:  # fmt: skip
+def bootstrap_speedup(
+    baseline_runs: pd.DataFrame,
+    pods_runs: pd.DataFrame,
+    threshold: float = DEFAULT_THRESHOLD,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> dict:
     """Percentile bootstrap of the time-to-peak speed-up, resampling seeds within each arm.
 
     Inputs: tidy rows (seed, grid, time_s, value) of one metric and dataset per arm. Each resample
@@ -551,11 +584,25 @@ def seconds_per_step(steps: pd.DataFrame, keys: Sequence[str] | None = None) -> 
     if keys is None:
         keys = [k for k in CONFIG_KEYS if k in steps.columns]
     g = steps.groupby(list(keys), dropna=False, sort=True)
-    out = g.agg(time_s=("time_s", "mean"), steps=("steps", "mean"), n_runs=("steps", "count"),
-                gen_s_per_step=("gen_s_per_step", "mean"),
-                update_s_per_step=("update_s_per_step", "mean")).reset_index()  # fmt: skip
+    out = g.agg(
+        time_s=("time_s", "mean"),
+        steps=("steps", "mean"),
+        n_runs=("steps", "count"),
+        gen_s_per_step=("gen_s_per_step", "mean"),
+        update_s_per_step=("update_s_per_step", "mean"),
+    ).reset_index()
     out["seconds_per_step"] = out["time_s"] / out["steps"]
     return out
+
+
+def read_benchmark(path: str | Path) -> pd.DataFrame:
+    """Read the Fig. 1 benchmark CSV; AnalysisInputError if missing or empty."""
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        raise AnalysisInputError(
+            f"benchmark table {path} is missing or empty: produce it with the benchmark rule (`pods bench`)"
+        )
+    return pd.read_csv(path)
 
 
 def summarize_benchmark(bench: pd.DataFrame) -> pd.DataFrame:
@@ -563,8 +610,9 @@ def summarize_benchmark(bench: pd.DataFrame) -> pd.DataFrame:
     need = {"rollouts", "step_time_s", "gen_time_s", "update_time_s", "per_token_gen_ms", "update_oom"}
     missing = need - set(bench.columns)
     if missing:
-        raise AnalysisInputError(f"benchmark table lacks columns {sorted(missing)}: "
-                                 "regenerate it with the benchmark rule (`pods bench`)")
+        raise AnalysisInputError(
+            f"benchmark table lacks columns {sorted(missing)}: regenerate it with the benchmark rule (`pods bench`)"
+        )
     bench = bench.assign(update_oom=bench["update_oom"].astype(str).str.lower().isin(["true", "1"]))
     agg = {c: "mean" for c in need - {"rollouts", "update_oom"}}
     out = bench.groupby("rollouts").agg({**agg, "update_oom": "any"}).reset_index()
@@ -613,9 +661,10 @@ def main_comparison(df: pd.DataFrame, setting: str) -> tuple[dict, dict] | None:
     cands = same_m if not same_m.empty else cands
     cands = cands.assign(ratio_gap=np.abs(np.log(cands["n"] / cands["m"]) - np.log(4)))
     best = cands.sort_values(["ratio_gap", "seed"], ascending=[True, False]).iloc[0]
-    return ({"arm": base_arm, "n": int(bn), "m": int(bm), "grad_accum": int(bga)},
-            {"arm": "pods", "n": int(best["n"]), "m": int(best["m"]),
-             "grad_accum": int(best["grad_accum"])})  # fmt: skip
+    return (
+        {"arm": base_arm, "n": int(bn), "m": int(bm), "grad_accum": int(bga)},
+        {"arm": "pods", "n": int(best["n"]), "m": int(best["m"]), "grad_accum": int(best["grad_accum"])},
+    )
 
 
 def primary_dataset(df: pd.DataFrame, setting: str) -> str:
@@ -633,9 +682,16 @@ def default_comparisons(df: pd.DataFrame, metric: str | None = None) -> list[Com
         sel = main_comparison(df, s)
         if sel is None:
             continue
-        out.append(Comparison(setting=s, dataset=primary_dataset(df, s),
-                              metric=metric or SETTING_METRIC.get(s, "accuracy"),
-                              baseline=sel[0], pods=sel[1], paper=PAPER_SPEEDUP.get(s)))  # fmt: skip
+        out.append(
+            Comparison(
+                setting=s,
+                dataset=primary_dataset(df, s),
+                metric=metric or SETTING_METRIC.get(s, "accuracy"),
+                baseline=sel[0],
+                pods=sel[1],
+                paper=PAPER_SPEEDUP.get(s),
+            )
+        )
     return out
 
 
@@ -644,9 +700,13 @@ def printed_speedup(x: float) -> float:
     return math.floor(x * 10 + 1e-9) / 10 if math.isfinite(x) else x
 
 
-def speedup_table(df: pd.DataFrame, comparisons: Iterable[Comparison] | None = None,
-                  threshold: float = DEFAULT_THRESHOLD, n_boot: int = 2000,
-                  boot_seed: int = 0) -> pd.DataFrame:  # fmt: skip
+def speedup_table(
+    df: pd.DataFrame,
+    comparisons: Iterable[Comparison] | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    n_boot: int = 2000,
+    boot_seed: int = 0,
+) -> pd.DataFrame:
     """Table 3: one row per comparison, with the point estimate from the mean curves and a
     percentile bootstrap interval over seeds (`bootstrap_speedup`)."""
     if comparisons is None:
@@ -661,19 +721,32 @@ def speedup_table(df: pd.DataFrame, comparisons: Iterable[Comparison] | None = N
         res = time_to_peak(base_curve, pods_curve, threshold)
         boot = bootstrap_speedup(base_runs, pods_runs, threshold, n_boot, boot_seed)
         grid = np.diff(np.sort(base_curve["time_s"].unique()))
-        rows.append({
-            "setting": c.setting, "setting_name": base_runs["setting_name"].iloc[0],
-            "baseline": _label(c.baseline), "pods": _label(c.pods), "dataset": c.dataset,
-            "metric": c.metric, "grid_s": float(np.median(grid)) if grid.size else math.nan,
-            "threshold": threshold, "peak_baseline": res["peak"], "t_peak_baseline_s": res["t_peak_s"],
-            "target": res["target"], "t_baseline_s": res["t_baseline_s"], "t_pods_s": res["t_pods_s"],
-            "speedup": printed_speedup(res["speedup"]), "speedup_exact": res["speedup"],
-            "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
-            "paper_speedup": c.paper if c.paper is not None else math.nan,
-            "n_seeds_baseline": int(base_runs["seed"].nunique()),
-            "n_seeds_pods": int(pods_runs["seed"].nunique()), "n_boot": n_boot,
-            "note": "" if res["pods_reached"] else "PODS never reached the target: speedup 0",
-        })  # fmt: skip
+        rows.append(
+            {
+                "setting": c.setting,
+                "setting_name": base_runs["setting_name"].iloc[0],
+                "baseline": _label(c.baseline),
+                "pods": _label(c.pods),
+                "dataset": c.dataset,
+                "metric": c.metric,
+                "grid_s": float(np.median(grid)) if grid.size else math.nan,
+                "threshold": threshold,
+                "peak_baseline": res["peak"],
+                "t_peak_baseline_s": res["t_peak_s"],
+                "target": res["target"],
+                "t_baseline_s": res["t_baseline_s"],
+                "t_pods_s": res["t_pods_s"],
+                "speedup": printed_speedup(res["speedup"]),
+                "speedup_exact": res["speedup"],
+                "ci_low": boot["ci_low"],
+                "ci_high": boot["ci_high"],
+                "paper_speedup": c.paper if c.paper is not None else math.nan,
+                "n_seeds_baseline": int(base_runs["seed"].nunique()),
+                "n_seeds_pods": int(pods_runs["seed"].nunique()),
+                "n_boot": n_boot,
+                "note": "" if res["pods_reached"] else "PODS never reached the target: speedup 0",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -687,11 +760,14 @@ def _fmt(x, digits=2) -> str:
     return str(x)
 
 
-_SHOWN = [("setting", "setting", 0), ("baseline", "baseline", 0), ("pods", "PODS", 0),
-          ("metric", "metric", 0), ("grid_s", "grid (s)", 0), ("peak_baseline", "baseline peak", 4),
-          ("t_baseline_s", "t baseline (s)", 0), ("t_pods_s", "t PODS (s)", 0),
-          ("speedup", "speed-up", 1), ("speedup_exact", "exact", 2), ("ci_low", "95% CI low", 2),
-          ("ci_high", "95% CI high", 2), ("paper_speedup", "paper", 1)]  # fmt: skip
+# fmt: off
+_SHOWN = [  # (column, header, decimals) of the Markdown / LaTeX tables
+    ("setting", "setting", 0), ("baseline", "baseline", 0), ("pods", "PODS", 0), ("metric", "metric", 0),
+    ("grid_s", "grid (s)", 0), ("peak_baseline", "baseline peak", 4), ("t_baseline_s", "t baseline (s)", 0),
+    ("t_pods_s", "t PODS (s)", 0), ("speedup", "speed-up", 1), ("speedup_exact", "exact", 2),
+    ("ci_low", "95% CI low", 2), ("ci_high", "95% CI high", 2), ("paper_speedup", "paper", 1),
+]
+# fmt: on
 
 
 def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
@@ -705,17 +781,21 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     head = [h for _, h, _ in cols]
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(row) + " |" for row in cells]
-    md.append("")
-    md.append(f"Speed-up: time for the baseline / time for PODS to first reach {_fmt(df['threshold'].iloc[0] if len(df) else DEFAULT_THRESHOLD)} x the "
-              "baseline's peak mean curve on the evaluation grid (t = 0 excluded), truncated to one "
-              "decimal as the paper prints it; CI: percentile bootstrap over seeds.")  # fmt: skip
+    thr = df["threshold"].iloc[0] if len(df) else DEFAULT_THRESHOLD
+    md += ["", f"Speed-up: time for the baseline / time for PODS to first reach {thr:g} x the baseline's "
+           "peak mean curve on the evaluation grid (t = 0 excluded), truncated to one decimal as the "
+           "paper prints it; CI: 95% percentile bootstrap over seeds within each arm."]  # fmt: skip
     paths[1].write_text("\n".join(md) + "\n")
 
     def tex(s: str) -> str:
         return re.sub(r"([_%&#$])", r"\\\1", s)
 
-    lines = [r"\begin{tabular}{" + "l" * 4 + "r" * (len(cols) - 4) + "}", r"\toprule",
-             " & ".join(tex(h) for h in head) + r" \\", r"\midrule"]  # fmt: skip
+    lines = [
+        r"\begin{tabular}{" + "l" * 4 + "r" * (len(cols) - 4) + "}",
+        r"\toprule",
+        " & ".join(tex(h) for h in head) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(tex(c) for c in row) + r" \\" for row in cells]
     lines += [r"\bottomrule", r"\end{tabular}"]
     paths[2].write_text("\n".join(lines) + "\n")
@@ -724,17 +804,26 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
 
 def released_comparisons() -> list[Comparison]:
     """Table 3 (a), (b), (c), (e), (f) as computed by the authors' scripts (PAPER.md §5)."""
-    spec = {"a": ("gsm8k", "accuracy", (16, 16, 1), (64, 16, 1)),
-            "b": ("gsm8k", "both_accuracy", (16, 16, 1), (64, 16, 1)),
-            "c": ("math500", "accuracy", (8, 8, 1), (32, 8, 1)),
-            "e": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4)),
-            "f": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4))}  # fmt: skip
+    spec = {
+        "a": ("gsm8k", "accuracy", (16, 16, 1), (64, 16, 1)),
+        "b": ("gsm8k", "both_accuracy", (16, 16, 1), (64, 16, 1)),
+        "c": ("math", "accuracy", (8, 8, 1), (32, 8, 1)),
+        "e": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4)),
+        "f": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4)),
+    }
     out = []
     for s, (ds, metric, (bn, bm, bga), (pn, pm, pga)) in spec.items():
         base_arm = "grpo_ga" if bga > 1 else "grpo"
-        out.append(Comparison(s, ds, metric, {"arm": base_arm, "n": bn, "m": bm, "grad_accum": bga},
-                              {"arm": "pods", "n": pn, "m": pm, "grad_accum": pga},
-                              PAPER_SPEEDUP[s]))  # fmt: skip
+        out.append(
+            Comparison(
+                s,
+                ds,
+                metric,
+                {"arm": base_arm, "n": bn, "m": bm, "grad_accum": bga},
+                {"arm": "pods", "n": pn, "m": pm, "grad_accum": pga},
+                PAPER_SPEEDUP[s],
+            )
+        )
     return out
 
 
@@ -749,8 +838,10 @@ def _parse_letters(text: str | None) -> dict[str, str]:
     for item in text.split(","):
         name, sep, letter = item.partition("=")
         if not sep or letter not in list("abcdef"):
-            raise AnalysisInputError(f"--letters item {item!r}: write NAME=LETTER with LETTER in a-f, "
-                                     "e.g. --letters tiny_gsm8k=a,tiny_llama=b")
+            raise AnalysisInputError(
+                f"--letters item {item!r}: write NAME=LETTER with LETTER in a-f, "
+                "e.g. --letters tiny_gsm8k=a,tiny_llama=b"
+            )
         out[name.strip()] = letter
     return out
 
@@ -794,19 +885,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             table = None
         else:
             curves = read_curves(args.curves)
-            table = speedup_table(curves, default_comparisons(curves, args.metric), args.threshold,
-                                  args.n_boot, args.boot_seed)  # fmt: skip
+            table = speedup_table(
+                curves, default_comparisons(curves, args.metric), args.threshold, args.n_boot, args.boot_seed
+            )
             if table.empty:
                 raise AnalysisInputError(
                     f"{args.curves} has no setting with both a baseline (grpo or grpo_ga, n == m) "
-                    "and a PODS arm (n > m, max_variance, after): train both arms first")  # fmt: skip
+                    "and a PODS arm (n > m, max_variance, after): train both arms first"
+                )
             written = write_table(table, out / "time_to_peak")
     except AnalysisInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if table is not None:
-        cols = ["setting", "metric", "t_baseline_s", "t_pods_s", "speedup", "speedup_exact",
-                "ci_low", "ci_high", "paper_speedup"]  # fmt: skip
+        cols = ["setting", "metric", "t_baseline_s", "t_pods_s", "speedup", "speedup_exact", "ci_low", "ci_high"]
+        cols.append("paper_speedup")
         print(table[cols].to_string(index=False))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0

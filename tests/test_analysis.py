@@ -1,0 +1,503 @@
+"""Tests of pods.analysis: time-to-peak, bootstrap, tidy loaders, the released-logs re-analysis.
+
+The released-logs tests check the numbers PAPER.md §4-§5 recomputed from the authors' files, so
+they pin the checkpoint-to-grid mapping; they are skipped when ../shared/reference is absent.
+`write_run` (fake run directories in the docs/DESIGN.md schema) is also used by test_figures.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pods import analysis as A
+
+REPO = Path(__file__).resolve().parents[1]
+RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"
+needs_released = pytest.mark.skipif(
+    not RELEASED.is_dir(), reason=f"authors' released logs not found at {RELEASED} (../shared/reference)"
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# fake run directories
+
+
+def write_run(
+    root,
+    setting,
+    n,
+    m,
+    seed,
+    accs,
+    *,
+    rule="max_variance",
+    normalize="after",
+    ga=1,
+    every_s=100.0,
+    step_s=10.0,
+    jitter=3.0,
+    lengths=None,
+    datasets=("gsm8k",),
+    extra_eval=None,
+    every_steps=None,
+):
+    """A finished run directory: eval every `every_s` training seconds (logged `jitter` s late),
+    accuracy `accs[k]` at grid point k (k = 0 is the base model), one step every `step_s` s."""
+    extra = ("_norm~before" if normalize == "before" else "") + (f"_ga~{ga}" if ga > 1 else "")
+    d = Path(root) / setting / f"sel~{rule}_n~{n}_m~{m}{extra}" / f"seed~{seed}"
+    d.mkdir(parents=True)
+    cfg = {
+        "setting": setting,
+        "seed": seed,
+        "rollout": {"n": n, "m": m, "rule": rule, "normalize": normalize},
+        "optim": {"grad_accum": ga},
+        "eval": {"every_s": every_s, "every_steps": every_steps, "datasets": list(datasets)},
+        "meta": {"git": "x"},
+    }
+    (d / "config.json").write_text(json.dumps(cfg))
+    evals = []
+    for k, acc in enumerate(accs):
+        t = 0.0 if k == 0 else k * every_s + jitter
+        for ds in datasets:
+            evals.append(
+                {
+                    "step": int(t // step_s),
+                    "time_s": t,
+                    "dataset": ds,
+                    "accuracy": acc,
+                    "format_accuracy": 1.0,
+                    "both_accuracy": acc,
+                    "n_examples": 10,
+                    "repeats": 1,
+                    "completion_len_mean": (lengths or [100.0] * len(accs))[k],
+                    "eval_time_s": 1.0,
+                }
+            )
+    evals += extra_eval or []
+    (d / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    horizon = (len(accs) - 1) * every_s + jitter
+    steps = [
+        {
+            "step": s,
+            "time_s": s * step_s,
+            "gen_time_s": 0.7 * step_s,
+            "update_time_s": 0.3 * step_s,
+            "completion_len_mean": 50.0 + s,
+            "peak_mem_mb": 10.0 + s,
+        }
+        for s in range(1, int(horizon // step_s) + 1)
+    ]
+    (d / "metrics.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    (d / "summary.json").write_text("{}")
+    return d
+
+
+def fake_tree(root) -> Path:
+    """Setting a_toy: GRPO (n=m=4) reaches its peak 0.8 at grid 3, PODS (n=16, m=4) at grid 1:
+    speed-up 3.0. Also a random-rule and a normalize=before arm, and a GA setting e_toy."""
+    root = Path(root)
+    for seed, noise in enumerate([0.0, 0.02, -0.02]):
+        write_run(
+            root, "a_toy", 4, 4, seed, [0.2, 0.5 + noise, 0.7, 0.8 + noise, 0.79], lengths=[90, 95, 100, 105, 110]
+        )
+        write_run(
+            root,
+            "a_toy",
+            16,
+            4,
+            seed,
+            [0.2, 0.8 + noise, 0.82, 0.83, 0.84],
+            lengths=[90, 80, 75, 70, 70],
+            datasets=("gsm8k", "math"),
+        )
+        write_run(root, "a_toy", 16, 4, seed, [0.2, 0.6, 0.7, 0.75, 0.8], rule="random")
+        write_run(root, "a_toy", 16, 4, seed, [0.2, 0.3, 0.5, 0.7, 0.8], normalize="before")
+        write_run(root, "a_toy", 8, 4, seed, [0.2, 0.7, 0.75, 0.8, 0.81], step_s=8.0)
+        write_run(root, "e_toy", 4, 4, seed, [0.0, 0.1, 0.5, 0.7, 0.7], ga=4, every_s=120.0)
+        write_run(root, "e_toy", 16, 4, seed, [0.0, 0.4, 0.7, 0.72, 0.71], ga=1, every_s=120.0)
+    return root
+
+
+# ----------------------------------------------------------------------------------------------
+# time-to-peak
+
+
+def test_time_to_peak_golden():
+    base = pd.Series({0.0: 0.5, 10.0: 0.6, 20.0: 0.8, 30.0: 0.9, 40.0: 0.85})
+    pods = pd.Series({0.0: 0.5, 10.0: 0.7, 20.0: 0.895, 30.0: 0.91})
+    res = A.time_to_peak(base, pods)
+    assert res["peak"] == pytest.approx(0.9)
+    assert res["target"] == pytest.approx(0.891)
+    assert (res["t_baseline_s"], res["t_pods_s"], res["t_peak_s"]) == (30.0, 20.0, 30.0)
+    assert res["speedup"] == pytest.approx(1.5)
+    # threshold 1.0: PODS must reach 0.9 itself, first at 30 s.
+    assert A.time_to_peak(base, pods, threshold=1.0)["speedup"] == pytest.approx(1.0)
+
+
+def test_time_to_peak_excludes_t0_and_accepts_mean_curve_frames():
+    base = pd.DataFrame({"time_s": [0.0, 10.0, 20.0], "mean": [1.0, 0.5, 0.6]})  # t = 0 is the highest
+    pods = pd.DataFrame({"time_s": [0.0, 10.0], "mean": [1.0, 0.6]})
+    res = A.time_to_peak(base, pods)
+    assert res["peak"] == pytest.approx(0.6)
+    assert res["t_baseline_s"] == 20.0
+    assert res["speedup"] == pytest.approx(2.0)
+
+
+def test_time_to_peak_never_reached_and_empty_baseline():
+    res = A.time_to_peak(pd.Series({10.0: 0.8, 20.0: 0.9}), pd.Series({10.0: 0.5, 20.0: 0.6}))
+    assert res["t_pods_s"] == math.inf
+    assert res["speedup"] == 0.0
+    assert not res["pods_reached"]
+    res = A.time_to_peak(pd.Series({10.0: 0.8}), pd.Series({0.0: 0.9}))  # PODS only has t = 0
+    assert not res["pods_reached"]
+    with pytest.raises(ValueError, match="baseline curve has no points"):
+        A.time_to_peak(pd.Series({0.0: 0.8}), pd.Series({10.0: 0.9}))
+
+
+def test_printed_speedup_truncates_like_the_paper():
+    assert [A.printed_speedup(x) for x in (1.75, 12 / 7, 2.0, 0.3 / 0.1, 5400 / 1800)] == [1.7, 1.7, 2.0, 3.0, 3.0]
+
+
+def test_mean_curve_sem_band():
+    df = pd.DataFrame(
+        {
+            "arm": "pods",
+            "seed": [0, 1, 0, 1, 2],
+            "grid": [1, 1, 2, 2, 2],
+            "time_s": [10.0, 10.0, 20.0, 20.0, 20.0],
+            "value": [0.1, 0.3, 0.5, 0.5, 0.8],
+        }
+    )
+    mc = A.mean_curve(df, keys=["arm"])
+    first, second = mc.iloc[0], mc.iloc[1]
+    assert first["mean"] == pytest.approx(0.2)
+    assert first["sem"] == pytest.approx(0.1)
+    assert first["lo"] == pytest.approx(0.2 - 0.196)
+    assert first["hi"] == pytest.approx(0.2 + 0.196)
+    assert second["n_seeds"] == 3
+    assert second["sem"] == pytest.approx(np.std([0.5, 0.5, 0.8], ddof=1) / np.sqrt(3))
+    single = A.mean_curve(df[df["seed"] == 2], keys=["arm"])
+    assert single["sem"].iloc[0] == 0.0  # one seed: no band (the authors' convention)
+
+
+def _runs(curves_by_seed):
+    return pd.DataFrame(
+        [
+            {"seed": s, "grid": k, "time_s": 10.0 * k, "value": v}
+            for s, vals in enumerate(curves_by_seed)
+            for k, v in enumerate(vals)
+        ]
+    )
+
+
+def test_bootstrap_is_deterministic_and_brackets_the_estimate():
+    rng = np.random.default_rng(1)
+    base = _runs([[0.1, 0.5, 0.7, 0.8, 0.8] + rng.normal(0, 0.03, 5) for _ in range(6)])
+    pods = _runs([[0.1, 0.7, 0.8, 0.82, 0.83] + rng.normal(0, 0.03, 5) for _ in range(6)])
+    one = A.bootstrap_speedup(base, pods, n_boot=500, seed=3)
+    two = A.bootstrap_speedup(base, pods, n_boot=500, seed=3)
+    assert np.array_equal(one["samples"], two["samples"])
+    assert len(one["samples"]) == 500
+    point = A.time_to_peak(A.mean_curve(base, keys=[]), A.mean_curve(pods, keys=[]))["speedup"]
+    assert one["ci_low"] <= point <= one["ci_high"]
+    assert not np.array_equal(one["samples"], A.bootstrap_speedup(base, pods, n_boot=500, seed=4)["samples"])
+
+
+def test_bootstrap_identical_seeds_collapse_to_point_and_counts_never_as_zero():
+    base, pods = _runs([[0, 0.5, 0.9, 0.9]] * 4), _runs([[0, 0.9, 0.9, 0.9]] * 4)
+    boot = A.bootstrap_speedup(base, pods, n_boot=200)
+    assert boot["ci_low"] == boot["ci_high"] == pytest.approx(2.0)
+    slow = _runs([[0, 0.1, 0.2, 0.3]] * 3)
+    assert A.bootstrap_speedup(base, slow, n_boot=50)["ci_high"] == 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# naming and tables
+
+
+def test_arm_name_and_setting_letter():
+    assert A.arm_name(16, 16, "random") == "grpo"
+    assert A.arm_name(32, 32, grad_accum=16) == "grpo_ga"
+    assert A.arm_name(128, 32, grad_accum=4) == "pods"
+    assert A.arm_name(64, 16, "max_reward") == "pods_max_reward"
+    assert A.arm_name(64, 16, "max_variance", "before") == "pods_before"
+    assert A.setting_letter("a_gsm8k_qwen3b") == "a"
+    assert A.setting_letter("tiny_e") == "e"
+    assert A.setting_letter("gsm8k_main") is None
+    assert A.setting_letter("gsm8k_main", {"gsm8k_main": "b"}) == "b"
+    assert A.time_unit(21600) == ("hours", 3600.0)
+    assert A.time_unit(1800) == ("minutes", 60.0)
+    assert A.time_unit(300)[0] == "seconds"
+
+
+def test_write_table(tmp_path):
+    table = pd.DataFrame(
+        [
+            {
+                "setting": "a",
+                "baseline": "grpo n=16",
+                "pods": "pods n=64",
+                "metric": "both_accuracy",
+                "grid_s": 1800.0,
+                "threshold": 0.99,
+                "speedup": 2.0,
+                "speedup_exact": 2.0,
+                "ci_low": 1.0,
+                "ci_high": math.nan,
+                "t_pods_s": math.inf,
+            }
+        ]
+    )
+    csv, md, tex = A.write_table(table, tmp_path / "sub" / "ttp")
+    assert pd.read_csv(csv)["speedup"].tolist() == [2.0]
+    text = md.read_text()
+    assert "| a | grpo n=16 |" in text
+    assert "never" in text
+    assert "| - |" in text
+    assert r"both\_accuracy" in tex.read_text()
+    assert r"\bottomrule" in tex.read_text()
+
+
+def test_summarize_benchmark():
+    bench = pd.DataFrame(
+        {
+            "rollouts": [32, 8, 8, 64],
+            "step_time_s": [3.0, 1.0, 2.0, 9.0],
+            "gen_time_s": [2.0, 0.5, 1.5, 8.0],
+            "update_time_s": [1.0, 0.5, 0.5, None],
+            "gen_tokens": [1, 1, 1, 1],
+            "per_token_gen_ms": [1.0, 4.0, 2.0, 0.5],
+            "update_oom": [False, "False", False, "True"],
+        }
+    )
+    out = A.summarize_benchmark(bench)
+    assert out["rollouts"].tolist() == [8, 32, 64]
+    assert out["step_time_s"].tolist() == [1.5, 3.0, 9.0]
+    assert out["update_oom"].tolist() == [False, False, True]
+    with pytest.raises(A.AnalysisInputError, match="update_oom"):
+        A.summarize_benchmark(bench.drop(columns="update_oom"))
+
+
+# ----------------------------------------------------------------------------------------------
+# our run directories
+
+
+def test_load_runs_grid_arms_and_lengths(tmp_path):
+    root = fake_tree(tmp_path / "runs")
+    # An off-grid final evaluation at 410 s (grid 4 already logged at 403 s) is ignored; a partial
+    # trailing line (a killed run) is tolerated.
+    extra = [{"step": 41, "time_s": 410.0, "dataset": "gsm8k", "accuracy": 0.0}]
+    d = write_run(root, "a_toy", 4, 4, 9, [0.2, 0.3, 0.4, 0.5, 0.6], extra_eval=extra)
+    with (d / "eval.jsonl").open("a") as fh:
+        fh.write('{"step": 50, "time_s"')
+    df = A.load_runs(root)
+    assert list(df.columns) == A.CURVE_COLUMNS
+    assert set(df["arm"]) == {"grpo", "grpo_ga", "pods", "pods_random", "pods_before"}
+    assert set(df["setting"]) == {"a", "e"}
+    assert set(df.loc[df["setting"] == "e", "arm"]) == {"grpo_ga", "pods"}
+    acc = A.select(df, setting="a", arm="grpo", seed=9, dataset="gsm8k", metric="accuracy")
+    assert acc["grid"].tolist() == [0, 1, 2, 3, 4]
+    assert acc["time_s"].tolist() == [0, 100, 200, 300, 400]
+    assert acc["time_s_raw"].iloc[1] == 103.0
+    assert acc["value"].iloc[-1] == 0.6
+    train = A.select(df, setting="a", arm="grpo", seed=0, dataset="train")
+    # steps every 10 s: grid 1 = steps 1..10 (lengths 51..60), mean 55.5
+    assert train["value"].iloc[0] == pytest.approx(55.5)
+    assert train["time_s"].iloc[0] == 100.0
+    steps = A.load_run_steps(root)
+    row = A.select(steps, setting="a", arm="pods", n=8, seed=0).iloc[0]
+    assert row["seconds_per_step"] == pytest.approx(8.0)
+    assert row["gen_s_per_step"] == pytest.approx(5.6)
+    sps = A.seconds_per_step(steps)
+    assert A.select(sps, setting="a", arm="grpo")["seconds_per_step"].iloc[0] == pytest.approx(10.0)
+
+
+def test_load_runs_step_grid_aligns_seeds_by_step(tmp_path):
+    # eval.every_steps (deterministic tests): grid = step / every_steps, time_s stays as logged.
+    for seed, step_s in enumerate([10.0, 12.0]):
+        write_run(tmp_path, "b_x", 4, 4, seed, [0.1, 0.2, 0.3], every_steps=10, step_s=step_s)
+    df = A.select(A.load_runs(tmp_path), metric="accuracy", seed=0)
+    assert df["grid"].tolist() == [0, 1, 2]
+    assert df["time_s"].tolist() == [0.0, 103.0, 203.0]
+
+
+def test_load_runs_bad_input(tmp_path):
+    with pytest.raises(A.AnalysisInputError, match="does not exist"):
+        A.load_runs(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(A.AnalysisInputError, match="no run directories"):
+        A.load_runs(tmp_path / "empty")
+    d = write_run(tmp_path / "r", "a_x", 4, 4, 0, [0.1, 0.2])
+    (d / "eval.jsonl").write_text('{"broken\n{"step": 1}\n')
+    with pytest.raises(A.AnalysisInputError, match="line 1 is not JSON"):
+        A.load_runs(tmp_path / "r")
+
+
+def test_default_comparisons_and_speedup_table_on_fake_runs(tmp_path):
+    df = A.load_runs(fake_tree(tmp_path / "runs"))
+    comps = {c.setting: c for c in A.default_comparisons(df)}
+    assert comps["a"].baseline == {"arm": "grpo", "n": 4, "m": 4, "grad_accum": 1}
+    assert comps["a"].pods == {"arm": "pods", "n": 16, "m": 4, "grad_accum": 1}  # ratio 4 preferred over n=8
+    assert comps["e"].baseline["arm"] == "grpo_ga"
+    assert comps["a"].paper == 2.0
+    table = A.speedup_table(df, n_boot=300).set_index("setting")
+    assert table.loc["a", "speedup"] == 3.0
+    assert table.loc["a", "t_baseline_s"] == 300.0
+    assert table.loc["e", "t_baseline_s"] == 360.0
+    assert table.loc["e", "speedup"] == 1.5
+    assert table.loc["a", "n_seeds_baseline"] == 3
+    assert table.loc["a", "ci_low"] <= 3.0 <= table.loc["a", "ci_high"]
+
+
+def test_cli_collect_and_time_to_peak(tmp_path, capsys):
+    root = fake_tree(tmp_path / "runs")
+    out = tmp_path / "tables"
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    assert {"curves.csv", "steps.csv"} <= {p.name for p in out.iterdir()}
+    assert A.main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "100"]) == 0
+    table = pd.read_csv(out / "time_to_peak.csv")
+    assert set(A.CURVE_COLUMNS) <= set(pd.read_csv(out / "curves.csv").columns)
+    need = {
+        "setting",
+        "baseline",
+        "metric",
+        "grid_s",
+        "threshold",
+        "t_baseline_s",
+        "t_pods_s",
+        "speedup",
+        "ci_low",
+        "ci_high",
+        "paper_speedup",
+        "n_seeds_baseline",
+        "n_seeds_pods",
+    }
+    assert need <= set(table.columns)
+    assert table["speedup"].tolist() == [3.0, 1.5]
+    assert (out / "time_to_peak.md").exists()
+    assert (out / "time_to_peak.tex").exists()
+
+
+def test_cli_missing_inputs_exit_2(tmp_path, capsys):
+    assert A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
+    assert "c.csv is missing" in capsys.readouterr().err
+    assert A.main(["collect", "--runs", str(tmp_path / "runs"), "--out-dir", str(tmp_path)]) == 2
+    assert "pods train" in capsys.readouterr().err
+    assert A.main(["released", "--logs", str(tmp_path), "--out-dir", str(tmp_path)]) == 2
+    assert "no released log files" in capsys.readouterr().err
+    (tmp_path / "c.csv").write_text("a,b\n1,2\n")
+    assert A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
+    assert "not a curves table" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
+# the authors' released logs (PAPER.md §4-§5)
+
+
+@pytest.fixture(scope="module")
+def released():
+    if not RELEASED.is_dir():
+        pytest.skip(f"authors' released logs not found at {RELEASED} (../shared/reference)")
+    return A._released(RELEASED)
+
+
+@needs_released
+def test_released_table_reproduces_table_3(tmp_path, released):
+    curves, _ = released
+    table = A.speedup_table(curves, A.released_comparisons(), n_boot=300).set_index("setting")
+    assert table["speedup"].to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.7, "f": 1.7}
+    assert table["speedup_exact"].round(3).to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.714, "f": 1.75}
+    assert (table["speedup"] == table["paper_speedup"]).all()
+    hours = (table[["t_baseline_s", "t_pods_s"]] / 3600).loc[["a", "b", "c"]]
+    assert hours.values.tolist() == [[3.0, 1.5], [1.5, 0.5], [5.0, 2.5]]
+    assert (table.loc[["e", "f"], ["t_baseline_s", "t_pods_s"]] / 60).values.tolist() == [[24, 14], [28, 16]]
+    assert (table[["n_seeds_baseline", "n_seeds_pods"]].loc[["a", "e", "f"]].values == [[10, 10], [5, 5], [5, 5]]).all()
+    assert ((table["ci_low"] <= table["speedup_exact"]) & (table["speedup_exact"] <= table["ci_high"])).all()
+
+
+@needs_released
+def test_released_cli_writes_table(tmp_path):
+    assert A.main(["released", "--logs", str(RELEASED), "--out-dir", str(tmp_path), "--n-boot", "50"]) == 0
+    table = pd.read_csv(tmp_path / "time_to_peak.csv")
+    assert table["setting"].tolist() == ["a", "b", "c", "e", "f"]
+    assert table["speedup"].tolist() == [2.0, 3.0, 2.0, 1.7, 1.7]
+    assert {"curves.csv", "steps.csv", "time_to_peak.md", "time_to_peak.tex"} <= {p.name for p in tmp_path.iterdir()}
+
+
+# PAPER.md §4: (arm, n, m) -> mean ans_acc (%) at 0.5, 1, 2, 3, 4, 5, 6 h; peak (time h); s/step
+PAPER_SEC4 = {
+    ("grpo", 16, 16): ([79.11, 79.45, 80.65, 81.27, 81.64, 81.32, 80.76], 81.64, 4.0, 7.53),
+    ("pods", 32, 16): ([79.21, 79.91, 80.68, 80.93, 81.44, 82.07, 82.43], 82.44, 5.5, 7.89),
+    ("pods", 64, 16): ([79.10, 80.57, 81.27, 81.75, 82.46, 82.45, 82.60], 82.63, 5.5, 10.08),
+    ("pods", 128, 16): ([78.07, 80.05, 80.68, 81.28, 81.99, 82.50, 82.68], 82.68, 6.0, 13.57),
+    ("pods", 256, 16): ([75.46, 78.96, 80.66, 81.28, 81.66, 82.10, 82.16], 82.18, 5.5, 21.23),
+    ("pods", 64, 8): ([78.69, 80.16, 81.27, 81.68, 82.29, 82.79, 82.84], 82.84, 6.0, 9.13),
+    ("pods", 64, 4): ([77.95, 80.27, 80.22, 81.31, 81.66, 82.09, 82.86], 82.86, 6.0, 8.94),
+    ("pods", 64, 2): ([76.44, 77.51, 80.04, 80.49, 80.23, 81.16, 81.30], 81.62, 5.5, 7.91),
+    ("pods_max_reward", 64, 16): ([59.56, 62.78, 65.65, 66.15, 67.17, 64.53, 67.28], 67.28, 6.0, 13.82),
+    ("pods_random", 64, 16): ([75.38, 78.53, 79.97, 80.66, 81.08, 81.49, 81.62], 81.62, 6.0, 10.49),
+}
+
+
+@needs_released
+def test_released_sweeps_match_paper_section_4(released):
+    curves, steps = released
+    mc = A.mean_curve(A.select(curves, setting="a", dataset="gsm8k", metric="accuracy"))
+    sps = A.seconds_per_step(A.select(steps, setting="a"))
+    assert set(mc["n_seeds"]) == {10}
+    for (arm, n, m), (row, peak, t_peak, s_step) in PAPER_SEC4.items():
+        c = A.select(mc, arm=arm, n=n, m=m).set_index("time_s")["mean"] * 100
+        assert c.loc[[1800, 3600, 7200, 10800, 14400, 18000, 21600]].round(2).tolist() == row, (arm, n, m)
+        later = c[c.index > 0]
+        assert (round(later.max(), 2), later.idxmax() / 3600) == (peak, t_peak), (arm, n, m)
+        assert round(A.select(sps, arm=arm, n=n, m=m)["seconds_per_step"].iloc[0], 2) == s_step
+        assert c.loc[0.0] == pytest.approx(59.95, abs=0.005)  # base model anchor
+
+
+@needs_released
+def test_released_other_settings_match_paper_section_5(released):
+    curves, steps = released
+    sps = A.seconds_per_step(steps).set_index(["setting", "arm"])["seconds_per_step"].round(2)
+    assert [sps[("e", "grpo_ga")], sps[("e", "pods")], sps[("f", "grpo_ga")], sps[("f", "pods")]] == [
+        21.85,
+        10.09,
+        39.82,
+        9.50,
+    ]
+
+    def curve(setting, arm, metric="accuracy", dataset="gsm8k"):
+        rows = A.select(curves, setting=setting, arm=arm, metric=metric, dataset=dataset)
+        rows = rows[rows["n"] == rows["n"].min()] if arm.startswith("grpo") else rows[rows["n"] == 4 * rows["m"]]
+        return (A.mean_curve(rows).set_index("time_s")["mean"] * 100).round(2)
+
+    b_grpo, b_pods = curve("b", "grpo", "both_accuracy"), curve("b", "pods", "both_accuracy")
+    assert (b_grpo.max(), b_grpo.idxmax(), b_pods[1800.0], b_pods.max(), b_grpo[0.0]) == (
+        39.13,
+        5400,
+        42.37,
+        55.88,
+        3.96,
+    )
+    c_grpo, c_pods = curve("c", "grpo", dataset="math"), curve("c", "pods", dataset="math")
+    assert (c_grpo.max(), c_grpo.idxmax(), c_pods.max(), c_pods.idxmax(), c_grpo[0.0]) == (
+        48.90,
+        21600,
+        50.35,
+        19800,
+        33.27,
+    )
+    e_ga, e_pods = curve("e", "grpo_ga"), curve("e", "pods")
+    assert (e_ga.max(), e_ga.idxmax() / 60, e_pods.max(), e_pods.idxmax() / 60) == (82.56, 28, 84.12, 24)
+    f_ga, f_pods = curve("f", "grpo_ga"), curve("f", "pods")
+    assert (f_ga.max(), f_ga.idxmax() / 60, f_pods.max(), f_pods.idxmax() / 60) == (87.24, 28, 87.94, 30)
+    assert f_ga.loc[[720, 840, 1080, 1200, 1320, 1440]].round(1).tolist() == [47.8, 64.0, 68.3, 59.9, 75.7, 84.1]
+    # Fig. 7 cross-check: the GSM8K-trained (a) models on MATH-500 (PAPER.md §5).
+    a_grpo, a_pods = curve("a", "grpo", dataset="math"), curve("a", "pods", dataset="math")
+    assert (a_grpo[1800.0], a_grpo[21600.0], a_grpo.max()) == pytest.approx((41.8, 42.9, 43.8), abs=0.05)
+    assert (a_pods[1800.0], a_pods[21600.0]) == pytest.approx((43.5, 47.9), abs=0.05)
