@@ -1,0 +1,192 @@
+"""Command line: ``pods`` (console script) or ``python -m pods``.
+
+    pods train CONFIG [key=value ...] [--dry-run]   validate, then train; prints the run directory
+    pods eval RUN_DIR [key=value ...]               evaluate a finished run's final policy again
+    pods validate CONFIG [key=value ...] [--paper]  print the resolved config and its run directory
+    pods bench NAME [ARGS ...]                      run benchmarks/bench_NAME.py with ARGS
+    pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
+    pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak)
+
+Examples::
+
+    pods validate experiments/e_gsm8k_qwen3b_8gpu.yaml --paper       # a GPU config, checked on a laptop
+    pods train experiments/tiny_a.yaml rollout.n=16 rollout.m=16      # the GRPO arm of tiny (a)
+    pods train experiments/tiny_a.yaml budget.max_steps=5 out_dir=/tmp/run
+
+``--paper`` (validate) and ``--dry-run`` (train) skip the checks against this machine (GPU-only options,
+bf16 on a CPU without bf16) so paper-scale configs validate anywhere; everything else is still checked.
+
+Exit codes (docs/DESIGN.md): 0 success; 2 bad input (config error, missing file, bad usage), reported
+as one paragraph on stderr with no traceback and before anything is written; 1 any other failure
+(with its traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from pods.config import ConfigError, apply_overrides, from_dict, load_config, resolve_run_dir, to_dict, validate
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BENCH_DIR = REPO_ROOT / "benchmarks"
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input found after argument parsing (exit 2)."""
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and the parser of each command (parsed separately, see main)."""
+    ap = argparse.ArgumentParser(prog="pods", description="PODS: down-sampling rollouts in GRPO (arXiv 2504.13818).")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("train", help="validate a config, then train one run")
+    p.add_argument("config", help="experiments/*.yaml")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. rollout.n=64")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate (skipping machine checks, as validate --paper) and print; do not train",
+    )
+
+    p = sub.add_parser("eval", help="evaluate a finished run's final policy")
+    p.add_argument("run_dir", help="a run directory written by pods train")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. eval.repeats=1 eval.max_examples=100")
+
+    p = sub.add_parser("validate", help="print the resolved config and its run directory")
+    p.add_argument("config", help="experiments/*.yaml")
+    p.add_argument("overrides", nargs="*", metavar="key=value")
+    p.add_argument(
+        "--paper", action="store_true", help="skip checks against this machine (for GPU configs on a CPU-only machine)"
+    )
+
+    # Pass-through commands: everything after the name goes to the script/module untouched.
+    sub.add_parser("bench", help="run benchmarks/bench_NAME.py: pods bench NAME [ARGS]", add_help=False)
+    sub.add_parser("released", help="re-analyse the authors' released logs (pods.analysis released)", add_help=False)
+    sub.add_parser("analysis", help="run a pods.analysis subcommand", add_help=False)
+    return ap, dict(sub.choices)
+
+
+def _print_config(cfg, header: str) -> None:
+    import yaml
+
+    print(f"# {header}")
+    print(yaml.safe_dump(to_dict(cfg), sort_keys=False, default_flow_style=None, width=100), end="")
+    print(f"# run_dir: {resolve_run_dir(cfg)}")
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config, args.overrides, check_machine=not args.dry_run)
+    if args.dry_run:
+        _print_config(cfg, f"resolved from {args.config} (dry run: machine checks skipped; nothing trained)")
+        return EXIT_OK
+    from pods.trainer import train  # heavy (torch, transformers, TRL): only after validation
+
+    run_dir = train(cfg)
+    print(run_dir)
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config, args.overrides, check_machine=not args.paper)
+    mode = "machine checks skipped (--paper)" if args.paper else "valid on this machine"
+    _print_config(cfg, f"resolved from {args.config}: {mode}")
+    return EXIT_OK
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    cfg_path = run_dir / "config.json"
+    if not cfg_path.is_file():
+        raise UsageError(
+            f"{run_dir} has no config.json, so it is not a run directory. Fix: pass a directory "
+            "written by `pods train` (results/runs/{setting}/{run_name}/seed~{seed})"
+        )
+    try:
+        raw = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{cfg_path} is not valid JSON ({e}). Fix: rerun `pods train` for this run") from None
+    # Check the overrides (and that this machine can run the result) before loading any model.
+    validate(apply_overrides(from_dict(raw), args.overrides))
+    from pods.trainer import evaluate
+
+    try:
+        result = evaluate(run_dir, args.overrides)
+    except FileNotFoundError as e:  # e.g. the run has not finished: no final policy yet
+        raise UsageError(str(e)) from None
+    print(json.dumps(result, indent=1, default=str))
+    return EXIT_OK
+
+
+def _cmd_bench(rest: Sequence[str]) -> int:
+    available = sorted(p.stem.removeprefix("bench_") for p in BENCH_DIR.glob("bench_*.py"))
+    if not rest or rest[0] in ("-h", "--help"):
+        print(
+            f"usage: pods bench NAME [ARGS ...]\navailable: {', '.join(available) or '(none)'}",
+            file=sys.stdout if rest else sys.stderr,
+        )
+        return EXIT_OK if rest else EXIT_BAD_INPUT
+    name, args = rest[0], list(rest[1:])
+    script = BENCH_DIR / f"bench_{name}.py"
+    if not script.is_file():
+        raise UsageError(
+            f"no benchmark named {name!r} ({script} does not exist). "
+            f"Fix: use one of {', '.join(available) or '(none yet)'}"
+        )
+    return subprocess.call([sys.executable, str(script), *args])
+
+
+def _cmd_analysis(rest: Sequence[str]) -> int:
+    from pods.analysis import main as analysis_main
+
+    return int(analysis_main(list(rest)) or 0)
+
+
+def _one_paragraph(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `pods` command; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        # Pass-through commands keep their arguments verbatim (argparse would eat their --flags).
+        if argv and argv[0] == "bench":
+            return _cmd_bench(argv[1:])
+        if argv and argv[0] == "released":
+            return _cmd_analysis(["released", *argv[1:]])
+        if argv and argv[0] == "analysis":
+            return _cmd_analysis(argv[1:])
+        # Each command's parser on its own: parse_intermixed_args (overrides and --flags in any
+        # order) does not work through subparsers. argparse exits 2 itself on bad usage.
+        top, commands = _parser()
+        if not argv or argv[0] not in commands:
+            top.parse_args(argv)  # prints help (exit 0) or the usage error (exit 2)
+        args = commands[argv[0]].parse_intermixed_args(argv[1:])
+        args.cmd = argv[0]
+        handler = {"train": _cmd_train, "eval": _cmd_eval, "validate": _cmd_validate}[args.cmd]
+        return handler(args)
+    except ConfigError as e:
+        print(f"pods: config error: {_one_paragraph(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UsageError as e:
+        print(f"pods: {_one_paragraph(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("pods: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # a real failure: keep the traceback, it is what one needs to debug it
+        traceback.print_exc()
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
