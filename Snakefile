@@ -1,0 +1,45 @@
+# PODS reproduction workflow: every run of the paper, its figures, and the time-to-peak table.
+#
+#   snakemake                                   # tiny profile (default): CPU, this machine
+#   snakemake --config profile=paper            # the paper's 200 runs (GPUs, see docs/workflow.md)
+#   snakemake -c1 results/released/time_to_peak.csv --config released_logs=DIR
+#
+# Runs are declared once in config/runs.tsv; config/config.yaml holds profiles, seeds and budgets.
+# How to run a single experiment, use a cluster, and build the report: docs/workflow.md.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/config.schema.yaml")
+
+
+report: "report/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/train.smk"
+include: "rules/aggregate.smk"
+include: "rules/figures.smk"
+include: "rules/released.smk"
+
+
+# Cheap, or needing the internet (the download): never sent to a cluster node.
+localrules:
+    all,
+    collect,
+    time_to_peak,
+    figure,
+    figure_asymmetry,
+    download_released,
+    released_time_to_peak,
+    released_figure,
+
+
+rule all:
+    input:
+        get_final_outputs(),
+    default_target: True

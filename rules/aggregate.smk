@@ -1,0 +1,44 @@
+# From run directories to tidy tables and the time-to-peak table (pods.analysis does the work).
+
+
+rule collect:
+    input:
+        # Exactly the runs of the active profile: the tables are never built from a partial DAG.
+        summaries=get_run_summaries,
+        experiments=get_experiments,
+    output:
+        curves=f"{ROOT}/tables/curves.csv",
+        steps=f"{ROOT}/tables/steps.csv",
+    log:
+        f"{ROOT}/logs/collect.log",
+    params:
+        runs=lambda wildcards: f"{ROOT}/runs",
+        out_dir=lambda wildcards, output: os.path.dirname(output.curves),
+        letters=get_letters,
+    conda:
+        "../envs/pods.yaml"
+    shell:
+        "python -m pods.analysis collect --runs {params.runs} --out-dir {params.out_dir}"
+        " --letters {params.letters:q} > {log} 2>&1"
+
+
+rule time_to_peak:
+    input:
+        curves=f"{ROOT}/tables/curves.csv",
+    output:
+        csv=report(
+            f"{ROOT}/tables/time_to_peak.csv",
+            caption="../report/time_to_peak.rst",
+            category="Time-to-peak (Table 3)",
+            subcategory=f"profile {PROFILE_NAME}",
+        ),
+        md=f"{ROOT}/tables/time_to_peak.md",
+        tex=f"{ROOT}/tables/time_to_peak.tex",
+    log:
+        f"{ROOT}/logs/time_to_peak.log",
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+    conda:
+        "../envs/pods.yaml"
+    shell:
+        "python -m pods.analysis time-to-peak --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"

@@ -1,0 +1,321 @@
+"""The Snakemake workflow: lint, dry runs of every profile, the released-logs target, config validation.
+
+Every Snakemake call runs in a scratch folder that links the workflow files of the repository, so
+the tests never write to the repository's results/ or .snakemake/. Dry runs only, plus one real
+job (the re-analysis of the authors' released logs, a few seconds).
+
+    pytest tests/test_workflow.py
+
+Checks: `snakemake --lint` is clean; the paper profile schedules exactly the 200 training runs of the
+paper (100 main + 30 n-sweep + 30 m-sweep + 30 rules + 10 normalisation, docs/workflow.md), (e)/(f)
+through `accelerate launch` on 8 GPUs and (a)-(d) on 1; every run scheduled by every profile is a
+config the trainer accepts and its directory is named `pods.config.run_name`; the released target
+gives Table 3's 2.0/3.0/2.0/1.7/1.7; bad config values and bad sheet rows fail before any job runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"
+LINKED = ["Snakefile", "rules", "config", "profiles", "report", "envs", "experiments", "figures", "pods"]
+SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or "snakemake"
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+pytestmark = pytest.mark.skipif(
+    not (REPO / "experiments").is_dir() or not (REPO / "figures").is_dir(),
+    reason="experiments/ and figures/ are inputs of the workflow",
+)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A scratch copy of the workflow made of links to the repository's files."""
+    wd = tmp_path_factory.mktemp("wf")
+    for name in LINKED:
+        if (REPO / name).exists():
+            (wd / name).symlink_to(REPO / name)
+    return wd
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the rules run `python -m pods ...`
+    return subprocess.run([SNAKEMAKE, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def dry_run(workdir: Path, profile: str, *extra: str) -> str:
+    """Output of a dry run that prints every job with its shell command (fails the test on error)."""
+    res = snakemake(workdir, "-n", "-p", *extra, "--config", f"profile={profile}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res.stdout + res.stderr
+
+
+def job_counts(output: str) -> Counter:
+    """The "Job stats" table of a dry run: rule -> number of jobs."""
+    table = output.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return Counter({m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m[1] != "total"})
+
+
+def train_jobs(output: str) -> list[dict]:
+    """Every train job of a dry run: its output, resources and parsed command line."""
+    jobs = []
+    for block in re.split(r"\n(?=\[[^\]]+\]\n(?:local)?rule )", output):
+        if not re.search(r"^rule train:", block, re.M):
+            continue
+        resources = dict(re.findall(r"(\w+)=([^,\s]+)", re.search(r"resources: (.*)", block)[1]))
+        command = re.search(r"^Shell command: (.*)$", block, re.M)[1]
+        argv = shlex.split(command.split(">>")[0])
+        cut = argv.index("train")
+        jobs.append({
+            "summary": re.search(r"output: (\S+)", block)[1],
+            "gpu": int(resources["gpu"]),
+            "launcher": argv[:cut],
+            "experiment": argv[cut + 1],
+            "args": argv[cut + 2:],
+        })  # fmt: skip
+    return jobs
+
+
+def test_lint_is_clean(workdir):
+    res = snakemake(workdir, "--lint")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "Congratulations, your workflow is in a good condition!" in out, out
+
+
+@pytest.fixture(scope="module")
+def dry_runs(workdir) -> dict:
+    """One dry run per profile, shared by the tests below (each costs seconds)."""
+    return {}
+
+
+@pytest.fixture
+def paper_dry_run(workdir, dry_runs) -> str:
+    return profile_dry_run(workdir, dry_runs, "paper")
+
+
+def profile_dry_run(workdir: Path, cache: dict, profile: str) -> str:
+    if profile not in cache:
+        cache[profile] = dry_run(workdir, profile)
+    return cache[profile]
+
+
+def test_paper_profile_schedules_the_200_runs_of_the_paper(paper_dry_run):
+    counts = job_counts(paper_dry_run)
+    assert counts["train"] == 200
+    jobs = train_jobs(paper_dry_run)
+    assert len(jobs) == 200
+    assert len({j["summary"] for j in jobs}) == 200
+    runs = [Path(j["summary"]).parts[-4:-1] for j in jobs]  # (setting, arm, seed~s)
+    per_setting = Counter(setting for setting, _, _ in runs)
+    # (a): main 2 arms x 10 + n sweep 3 + m sweep 3 + rules 3 + normalisation 1, 10 seeds each.
+    assert per_setting == {"a": 120, "b": 20, "c": 20, "d": 20, "e": 10, "f": 10}
+    arms = {(s, a) for s, a, _ in runs}
+    for n in (16, 32, 64, 128, 256):
+        assert ("a", f"sel~max_variance_n~{n}_m~16") in arms
+    for m in (16, 8, 4, 2):
+        assert ("a", f"sel~max_variance_n~64_m~{m}") in arms
+    for rule in ("max_reward", "random", "percentile"):
+        assert ("a", f"sel~{rule}_n~64_m~16") in arms
+    assert ("a", "sel~max_variance_n~64_m~16_norm~before") in arms
+    # The released runs: Llama GRPO 16/16, MATH GRPO 8/8 (PAPER.md §3.3, v5 Table 2 swaps b/c).
+    assert {("b", "sel~max_variance_n~16_m~16"), ("c", "sel~max_variance_n~8_m~8")} <= arms
+    # (e)/(f): the authors' per-arm seeds.
+    seeds = {(s, a): sorted(int(x.split("~")[1]) for s2, a2, x in runs if (s2, a2) == (s, a)) for s, a in arms}
+    assert seeds[("e", "sel~max_variance_n~32_m~32_ga~16")] == [21, 22, 23, 24, 25]
+    assert seeds[("f", "sel~max_variance_n~128_m~32")] == [13, 15, 21, 22, 23]
+
+
+def test_paper_launchers_and_gpus(paper_dry_run):
+    for job in train_jobs(paper_dry_run):
+        setting = Path(job["summary"]).parts[-4]
+        hardware = yaml.safe_load((REPO / job["experiment"]).read_text())["hardware"]
+        if setting in "ef":
+            assert job["gpu"] == 8 == hardware["num_processes"]
+            assert job["launcher"][:2] == ["accelerate", "launch"]
+            assert job["launcher"][job["launcher"].index("--num_processes") + 1] == "8"
+            assert job["launcher"][job["launcher"].index("--config_file") + 1] == hardware["accelerate_config"]
+        else:
+            assert job["gpu"] == 1
+            assert job["launcher"] == ["python", "-m", "pods"]
+
+
+@pytest.mark.parametrize("profile", ["tiny", "smoke"])
+def test_cpu_profiles_have_the_same_dag_shape(workdir, dry_runs, paper_dry_run, profile):
+    out = profile_dry_run(workdir, dry_runs, profile)
+    counts, paper = job_counts(out), job_counts(paper_dry_run)
+    prof = CONFIG["profiles"][profile]
+    sheet = list(zip(*[line.split("\t") for line in (REPO / prof["runs"]).read_text().splitlines()[1:]], strict=True))
+    assert counts["train"] == sum(len(prof["seeds"][name]) for name in sheet[5])
+    assert {k: v for k, v in counts.items() if k != "train"} == {k: v for k, v in paper.items() if k != "train"}
+    for job in train_jobs(out):
+        assert job["launcher"] == ["python", "-m", "pods"]
+        assert job["gpu"] == 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
+@pytest.mark.parametrize("profile", ["paper", "tiny"])
+def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(workdir, dry_runs, profile):
+    from pods.config import apply_overrides, from_dict, read_yaml, run_name, validate
+
+    out = profile_dry_run(workdir, dry_runs, profile)
+    budget = [f"{k}={v}" for k, v in CONFIG["profiles"][profile].get("overrides", {}).items()]
+    yamls, bases = {}, {}
+    for job in train_jobs(out):
+        # = pods.config.load_config(experiment, args, check_machine=False), reading each YAML once;
+        # check_machine=False: the paper's GPU configs are validated on this CPU machine.
+        if job["experiment"] not in yamls:
+            yamls[job["experiment"]] = read_yaml(REPO / job["experiment"])
+            bases[job["experiment"]] = from_dict(apply_overrides(yamls[job["experiment"]], budget))
+        cfg = validate(from_dict(apply_overrides(yamls[job["experiment"]], job["args"])), check_machine=False)
+        summary = Path(job["summary"])
+        assert str(cfg.out_dir) == str(summary.parent)
+        assert f"seed~{cfg.seed}" == summary.parent.name
+        assert run_name(cfg, base=bases[job["experiment"]]) == summary.parts[-3]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
+@pytest.mark.parametrize(
+    ("sheet", "arms_name", "profile"), [("runs.tsv", "PAPER_ARMS", "paper"), ("runs_tiny.tsv", "TINY_ARMS", "tiny")]
+)
+def test_main_rows_are_the_arms_of_pods_config(sheet, arms_name, profile):
+    """The sheet's main comparisons = pods.config.PAPER_ARMS / TINY_ARMS (two places, one truth)."""
+    import pods.config as pc
+
+    rows = [line.split("\t") for line in (REPO / "config" / sheet).read_text().splitlines()[1:]]
+    for setting, arms in getattr(pc, arms_name).items():
+        experiment = REPO / CONFIG["profiles"][profile]["settings"][setting]["experiment"]
+        base = pc.read_yaml(experiment)
+        expected = {
+            pc.run_name(pc.from_dict(pc.apply_overrides(base, o)), base=pc.from_dict(base)) for o in arms.values()
+        }
+        main = {
+            "_".join([f"sel~{r[1]}_n~{r[2]}_m~{r[3]}"] + ([r[4]] if r[4] else []))
+            for r in rows
+            if r[0] == setting and not r[5] == "ablation"
+        }
+        assert main == expected, setting
+
+
+def test_single_run_target(workdir):
+    target = "results/runs/a/sel~max_variance_n~64_m~16/seed~0/summary.json"
+    out = dry_run(workdir, "tiny", target)
+    assert job_counts(out) == {"train": 1}
+    (job,) = train_jobs(out)
+    assert job["experiment"] == CONFIG["profiles"]["tiny"]["settings"]["a"]["experiment"]
+    assert {"seed=0", "rollout.n=64", "rollout.m=16", "rollout.rule=max_variance"} <= set(job["args"])
+
+
+def test_a_run_outside_the_sheet_is_refused(workdir):
+    res = snakemake(workdir, "-n", "results/runs/a/sel~max_variance_n~48_m~16/seed~0/summary.json")
+    assert res.returncode != 0
+    assert "is not a run of profile 'tiny'" in res.stdout + res.stderr
+
+
+def test_collect_waits_for_exactly_the_profile_runs(workdir, dry_runs):
+    out = profile_dry_run(workdir, dry_runs, "smoke")
+    block = re.search(r"rule collect:\n\s+input: (.*)", out)[1]
+    inputs = [p for p in block.split(", ") if p.endswith("summary.json")]
+    assert sorted(inputs) == sorted(j["summary"] for j in train_jobs(out))
+    assert len(inputs) == job_counts(out)["train"] == 22
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def merged(base: dict, override: dict) -> dict:
+    """`override` merged into a deep copy of `base`, as Snakemake merges a --configfile."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"profiles": {"tiny": {"seeds": {"main_a": [-1]}}}}, "-1 is less than the minimum of 0"),
+        ({"profiles": {"tiny": {"settings": {"a": {"experiment": "tiny_a.yaml"}}}}}, "does not match"),
+        ({"profiles": {"tiny": {"overrides": {"budget": 3}}}}, "does not match"),
+        ({"profiles": {"paper": {"settings": {"e": {"gpus": "eight"}}}}}, "is not of type 'integer'"),
+        ({"released": {"commit": "187f43b"}}, "does not match"),
+    ],
+)
+def test_bad_config_values_fail_schema_validation(override, message):
+    from snakemake.utils import validate
+
+    schema = str(REPO / "config" / "config.schema.yaml")
+    validate(merged(CONFIG, {}), schema)  # the shipped config is valid
+    with pytest.raises(Exception, match=re.escape(message)):
+        validate(merged(CONFIG, override), schema)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"profile": "huge"}, "unknown profile 'huge'"),
+        ({"profiles": {"tiny": {"overrides": {"rollout.n": 8}}}}, "which the run sheet sets per arm"),
+    ],
+)
+def test_bad_config_fails_before_any_job(workdir, tmp_path, override, message):
+    res = snakemake(workdir, "-n", "--configfile", str(write(tmp_path / "bad.yaml", yaml.safe_dump(override))))
+    assert res.returncode != 0
+    assert message in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda rows: rows + [rows[1]], "declare each run once"),
+        (lambda rows: rows + [rows[2].replace("\t64\t16\t", "\t8\t16\t")], "m=16 > n=8"),
+        (lambda rows: rows + [rows[2].replace("\t64\t", "\tsixty-four\t")], "n='sixty-four' is not a whole number"),
+        (lambda rows: rows + [rows[1].replace("\t\t", "\tgrad~16\t")], "extra key 'grad' unknown"),
+    ],
+)
+def test_bad_sheet_rows_fail(workdir, tmp_path, edit, message):
+    rows = (REPO / "config" / "runs_tiny.tsv").read_text().splitlines()
+    sheet = write(tmp_path / "runs.tsv", "\n".join(edit(rows)) + "\n")
+    cfg = write(tmp_path / "sheet.yaml", yaml.safe_dump({"profiles": {"tiny": {"runs": str(sheet)}}}))
+    res = snakemake(workdir, "-n", "--configfile", str(cfg))
+    assert res.returncode != 0
+    assert message in res.stdout + res.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.selectors needs torch")
+def test_sheet_rules_are_registered_selectors():
+    from pods.selectors import RULES
+
+    for sheet in ("runs.tsv", "runs_tiny.tsv"):
+        rules = {line.split("\t")[1] for line in (REPO / "config" / sheet).read_text().splitlines()[1:]}
+        assert rules <= set(RULES), sorted(rules - set(RULES))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pods.analysis") is None, reason="pods.analysis is not written yet")
+@pytest.mark.skipif(not RELEASED.is_dir(), reason=f"{RELEASED} (the authors' released logs) is not here")
+def test_released_target_reproduces_table_3(workdir):
+    target = "results/released/time_to_peak.csv"
+    res = snakemake(workdir, "-c1", target, "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    import pandas as pd
+
+    table = pd.read_csv(workdir / target, dtype={"setting": str}).set_index("setting")
+    assert table["speedup"].to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.7, "f": 1.7}
+    # The report of this target holds the table with its caption.
+    res = snakemake(workdir, "--report", "report.html", target, "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "recomputed from the authors" in (workdir / "report.html").read_text()
