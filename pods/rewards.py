@@ -1,0 +1,1169 @@
+"""Task rewards: ``score(completion, answer, task, variant)``, evaluation metrics and TRL adapters.
+
+Usage::
+
+    from pods.rewards import score, eval_metrics, trl_reward_funcs
+    score("<think>\\n...\\n</think>\\n<answer>\\n18\\n</answer>", "...#### 18", "gsm8k")
+    # {'accuracy': 1.0, 'format': 1.0, 'tags': 1.0, 'total': 3.0}
+    GRPOTrainer(..., reward_funcs=trl_reward_funcs("gsm8k", "paper"))   # accuracy, format, tags
+
+Tests: ``pytest tests/test_rewards.py tests/test_hostile_text.py``. Other public names: ``TASKS``,
+``VARIANTS``, ``MAX_TOTAL`` (largest total per variant), :func:`extract_gold`, :func:`answer_block`,
+:func:`format_reward`, :func:`tag_count`, :func:`eval_format`, :func:`completion_text`,
+:func:`warmup`, :func:`guard_stats`. A ``bytes`` completion is decoded as UTF-8 with replacement.
+
+``answer`` is the raw dataset field (``pods.data``); :func:`extract_gold` turns it into the gold:
+
+- ``gsm8k``, ``gsm8k_platinum``: the text after ``####``, commas removed (a bare number passes as is).
+- ``math``: the contents of the LAST ``\\boxed{...}`` (or ``\\fbox{...}``) with nested braces matched,
+  so ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``. The official code cuts at the first ``}``
+  and would give ``\\frac{1`` (PAPER.md §7). Without a ``\\boxed`` (MATH-500's bare ``answer``
+  field) the string is the gold as it is.
+- ``chemistry``, ``arith_mc``: one letter A-D (``B``, ``b``, ``(B)`` accepted), else ValueError.
+- ``arith``, ``arith_hard``: an ASCII integer such as ``85`` or ``-7``, else ValueError.
+
+Accuracy (1.0/0.0). The "answer block" is the text after the LAST ``<answer>`` up to the next
+``</answer>`` (or to the end if it is never closed), stripped: the official ``extract_xml_answer``.
+
+- gsm8k/math, variant ``paper``: math-verify ``parse``/``verify`` (PAPER.md App. A.1, "LaTeX parsing
+  and symbolic verification") of the answer block if there is one, else of the whole completion,
+  against ``parse("$" + gold + "$")`` (a bare gold such as ``p - q`` needs the ``$`` to parse).
+  Fast path: when the gold and the answer block are both plain ASCII integers they are compared
+  as integers in Python, which is what math-verify concludes (tested), without a sympy call.
+- letter tasks: the answer block, after unwrapping one ``$..$``, ``\\boxed{}``, ``\\text{}``,
+  ``\\textbf{}`` or ``**..**``, must be one of: ``B``; ``B`` then a newline and anything;
+  ``(B)``, ``[B]``, ``B.``, ``B)``, ``B:`` optionally followed by one of ``.,;:`` and then by
+  whitespace and anything (``B) 42``, ``(B). Because ...``). Case-insensitive. Not accepted:
+  ``Answer: B``, ``B 42`` (a leading article "A reaction ..." must not count as "A"), ``AB``.
+  No answer block: 0.
+- integer tasks: the stripped answer block must be exactly ``[+-]?[0-9]+`` (ASCII digits; leading
+  zeros allowed) and equal the gold as an integer (compared as canonical strings, never ``int()``,
+  so 10^6-digit blocks cost microseconds). Not accepted: ``85.``, ``85.0``, ``1,000``,
+  ``\\boxed{85}``, Unicode digits. No answer block: 0.
+
+Format and tags (paper App. A.1 = open-r1 ``format_reward`` and ``tag_count_reward``):
+
+- ``format`` 1.0 iff ``re.match(r"^<think>\\n.*?\\n</think>\\n<answer>\\n.*?\\n</answer>$", text,
+  re.DOTALL | re.MULTILINE)``. Because of MULTILINE, ``$`` also matches before any newline, so
+  text after ``</answer>\\n`` is tolerated (open-r1 behaviour, kept).
+- ``tags`` 0.25 for each of ``<think>\\n``, ``\\n</think>\\n``, ``\\n<answer>\\n``, ``\\n</answer>``
+  whose ``str.count`` (non-overlapping occurrences) is exactly 1.
+Both are computed without these backtracking regexes (the regexes are quadratic on hostile text,
+e.g. 5 MB of repeated tags); tests check the linear-time versions against the regexes.
+
+Variants (``VARIANTS``): they change accuracy only for the gsm8k/math family; the letter and
+integer rules above hold in every variant.
+
+- ``paper`` (default; PAPER.md §3.4 App. A.1): total = accuracy + format + tags, maximum 3.
+- ``openr1`` (PAPER.md §3.4, multi-GPU settings (e)-(f), open-r1 ``accuracy_reward``): the gold is
+  parsed from the full raw answer (``parse(answer, extraction_mode="first_match")``; a bare math
+  answer is wrapped in ``\\boxed{}`` as the MATH solution it came from would be), the WHOLE
+  completion with ``LatexExtractionConfig(boxed="all", boxed_match_priority=0,
+  try_extract_without_anchor=False, ...)``, first match. A plain ``18`` with no ``\\boxed``/``$``
+  earns nothing. Where open-r1 returns ``None`` (gold unparsable) we return 0.0. Format/tags as paper.
+- ``code_head`` (official single-GPU code at 187f43b, PAPER.md §3.4): correctness + 0.1*format_score
+  + 0.1*xml, where format_score = max(0, 1 - 0.01 * #chars outside the first match of
+  ``<think>.*</think>[ \\n]?<answer>.*</answer>`` (re.search, DOTALL)) and xml = 0.25 for each of
+  ``<think>``, ``</think>``, ``<answer>``, ``</answer>`` (no newlines) occurring exactly once. Max 1.2.
+- ``code_sep24`` (commit 0c453d2): the same shaping scaled by 0.01 instead of 0.1. Max 1.02.
+- ``code_jun25`` (June release 3fc107e): format = max(0, 0.1 - 0.001*extra), xml = 0.025 per tag,
+  both given only to INCORRECT answers; for every task other than gsm8k/gsm8k_platinum only the
+  correctness (format = tags = 0). Max 1.0.
+  code_* correctness = 1 if any candidate matches: the whole completion, the answer block, or the
+  last number-like token (``[0-9.,]+`` for code_head/code_sep24, ``[0-9]+`` for code_jun25; the
+  official code uses Unicode ``\\d``, we use ASCII). DEPARTURE: instead of the authors' TURN
+  grader (pylatexenc + mathd normalisation, sympy branch disabled) we use our own normaliser
+  (``$``, ``\\boxed``, ``\\text``, ``\\left/\\right``, spacing commands, ``%``, thousands commas,
+  a final period, whitespace; numbers compared exactly as fractions, so ``18.0 == 18``), and for
+  the answer block also math-verify. So we accept a superset of what the TURN grader accepts on
+  the answer block. A candidate longer than 2,000 characters is not normalised (it cannot
+  normalise to a short gold in practice). As in the official code, the ``[0-9.,]+`` candidate is
+  usually the final "." of the text.
+
+Hostile text. ``score`` never raises on a completion (``str`` of any content, or ``bytes``) and on
+an idle machine returns within about half a second. Guards, in order:
+
+1. Everything outside math-verify is linear-time string code (no backtracking regex); the integer
+   tasks never call ``int()`` on model text.
+2. Text sent to math-verify is cut to its last ``MAX_VERIFY_CHARS`` characters, and refused
+   (accuracy 0) when brackets ``{[(`` nest deeper than ``MAX_NESTING`` or one bracket group holds
+   more than ``MAX_LIST_ITEMS`` commas: the antlr LaTeX parser needs ~0.25 s of CPU at depth 6
+   and seconds at depth 10-20, and ~5 ms per element of a set or tuple.
+3. math-verify runs in worker processes forked from a "zygote" process that imported and warmed it
+   once (the parent never imports sympy). After parsing, the worker refuses to ``verify`` when the
+   numbers could get huge: an exponent of magnitude above 10^``MAX_EXPONENT_DIGITS``, a value over
+   ``MAX_VALUE_DIGITS`` digits, a factorial/binomial/gamma of 10^``MAX_FACTORIAL_DIGITS`` or more,
+   unevaluated sums/products/integrals/limits/derivatives, or more than ``MAX_TREE_NODES`` nodes
+   (``9**9**9``, ``10^{10^{10}}``, ``e^{e^{e^{e^e}}}``, ``(10^{100})!``, ``\\prod_{k=1}^{10^9} k``).
+   A worker's address space is capped at ``WORKER_MEMORY_BYTES``.
+4. Timeout: each request runs under a kernel CPU-time timer (``setitimer(ITIMER_PROF,
+   CPU_BUDGET_S)`` with the default SIGPROF action), which terminates the worker even inside C-level
+   big-integer arithmetic; the next request gets a freshly forked warm worker (~10 ms). A CPU-time
+   budget, unlike a wall-clock one, does not turn a correct answer into 0 when the machine is busy,
+   so rewards do not depend on the load. A wall-clock safety net (``WALL_TIMEOUT_S``) kills a
+   worker that stalls without using CPU. This replaces math-verify's own timeout, which uses
+   ``signal.alarm``: 0.9.0 raises ValueError outside the main thread (e.g. TRL's async reward
+   thread), cannot interrupt C-level arithmetic, and may leave the antlr parser's shared DFA
+   cache half-updated. Our mechanism works from any thread; math-verify runs with its own
+   timeouts disabled.
+:func:`guard_stats` counts how often each guard fired (``nesting``, ``huge_exponent``,
+``cpu_limit``, ...). The first call that needs math-verify waits for the zygote to start (~1-3 s);
+call :func:`warmup` ahead of a timed loop. On a loaded machine the wall time of a call grows with
+the load (the CPU budget does not).
+
+Programmer errors do raise ``ValueError``: an unknown task or variant (the message lists the valid
+names), a gold answer that does not fit its task. A completion that is neither ``str`` nor
+``bytes`` raises ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import os
+import pickle
+import re
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+__all__ = [
+    "COMPONENTS",
+    "MAX_TOTAL",
+    "TASKS",
+    "VARIANTS",
+    "answer_block",
+    "completion_text",
+    "eval_format",
+    "eval_metrics",
+    "extract_gold",
+    "format_reward",
+    "guard_stats",
+    "score",
+    "tag_count",
+    "trl_reward_funcs",
+    "warmup",
+]
+
+log = logging.getLogger(__name__)
+
+TASKS: dict[str, str] = {
+    "gsm8k": "GSM8K: gold after '####', commas removed; math-verify accuracy",
+    "gsm8k_platinum": "GSM8K-Platinum (evaluation only): scored exactly as gsm8k",
+    "math": "MATH / MATH-500: gold = last \\boxed{} (nested braces matched) or the bare answer; math-verify",
+    "chemistry": "SciKnowEval L3 Chemistry: one letter A-D, compared directly (PAPER.md §6, App. A.1)",
+    "arith": "synthetic 2-digit arithmetic: integer in the <answer> block equals the gold",
+    "arith_hard": "synthetic 3-digit arithmetic: integer in the <answer> block equals the gold",
+    "arith_mc": "synthetic arithmetic as 4-option multiple choice: letter A-D",
+}
+VARIANTS: dict[str, str] = {
+    "paper": "PAPER.md §3.4 / App. A.1: accuracy (math-verify) + format (0/1) + tags (0.25 each); max 3",
+    "openr1": "PAPER.md §3.4, settings (e)-(f): open-r1 accuracy_reward (boxed-first LaTeX, gold = full "
+    "answer) + format + tags",
+    "code_head": "PAPER.md §3.4, official single-GPU code at 187f43b: correct + 0.1*format_score + 0.1*xml; max 1.2",
+    "code_sep24": "PAPER.md §3.4, official code at 0c453d2 (Sept 24): code_head shaping scaled by 0.01; max 1.02",
+    "code_jun25": "PAPER.md §3.4, official June release 3fc107e: shaping 0.1-0.001*extra and 0.025/tag for "
+    "incorrect answers only, gsm8k only; max 1.0",
+}
+COMPONENTS = ("accuracy", "format", "tags")
+MAX_TOTAL = {"paper": 3.0, "openr1": 3.0, "code_head": 1.2, "code_sep24": 1.02, "code_jun25": 1.0}
+
+_GSM8K_TASKS = ("gsm8k", "gsm8k_platinum")
+_MATH_TASKS = (*_GSM8K_TASKS, "math")
+_LETTER_TASKS = ("chemistry", "arith_mc")
+_INT_TASKS = ("arith", "arith_hard")
+
+# Guard limits (see the module docstring). Measured CPU time of math-verify parse+verify on this
+# package's 2-core CI machine: 8,000 characters of ordinary text < 0.1 s; `$((((8))))$`-style
+# nesting costs ~0.25 s at depth 6, ~0.35-0.55 s at depth 8, ~1.2 s at depth 10 and ~2.7 s at
+# depth 20 (antlr full-context prediction), hence MAX_NESTING = 6 under CPU_BUDGET_S = 0.5. A set
+# or tuple costs ~5 ms per element (`\\{4,4,...\\}` with 100 elements: 0.5 s), hence MAX_LIST_ITEMS.
+MAX_VERIFY_CHARS = 8000
+MAX_GOLD_CHARS = 4000
+MAX_NESTING = 6
+MAX_LIST_ITEMS = 40
+MAX_EXPONENT_DIGITS = 5
+MAX_VALUE_DIGITS = 100_000
+MAX_FACTORIAL_DIGITS = 4
+MAX_TREE_NODES = 1000
+CPU_BUDGET_S = 0.5
+WALL_TIMEOUT_S = 5.0
+STARTUP_TIMEOUT_S = 60.0
+WORKER_MEMORY_BYTES = 2 << 30
+MAX_REQUESTS_PER_WORKER = 50_000
+# code_* whole-completion candidate: longer texts are not normalised (see docstring).
+_MAX_WHOLE_TEXT_CHARS = 2000
+
+_GUARDS: Counter[str] = Counter()
+_GUARDS_LOCK = threading.Lock()
+
+
+def _count(reason: str) -> None:
+    with _GUARDS_LOCK:
+        _GUARDS[reason] += 1
+
+
+def guard_stats(reset: bool = False) -> dict[str, int]:
+    """How often each guard fired since import (or the last reset): e.g. {'nesting': 3, 'timeout': 1}."""
+    with _GUARDS_LOCK:
+        out = dict(_GUARDS)
+        if reset:
+            _GUARDS.clear()
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Text structure: answer block, tags, format (all linear-time)
+
+_THINK_OPEN, _THINK_CLOSE, _ANS_OPEN, _ANS_CLOSE = "<think>", "</think>", "<answer>", "</answer>"
+
+
+def answer_block(text: str) -> str | None:
+    """Stripped text after the last ``<answer>`` up to the next ``</answer>``; None without ``<answer>``."""
+    i = text.rfind(_ANS_OPEN)
+    if i < 0:
+        return None
+    j = text.find(_ANS_CLOSE, i + len(_ANS_OPEN))
+    return (text[i + len(_ANS_OPEN) :] if j < 0 else text[i + len(_ANS_OPEN) : j]).strip()
+
+
+def format_reward(text: str) -> float:
+    """1.0 iff open-r1's ``^<think>\\n.*?\\n</think>\\n<answer>\\n.*?\\n</answer>$`` (DOTALL|MULTILINE) matches."""
+    head, mid, tail = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
+    if not text.startswith(head):
+        return 0.0
+    # The earliest `mid` leaves the most room for the closing tag, so it decides the match.
+    i = text.find(mid, len(head))
+    if i < 0:
+        return 0.0
+    # MULTILINE `$`: the closing tag must be followed by a newline or the end of the text.
+    j = i + len(mid)
+    if text.find(tail + "\n", j) >= 0:
+        return 1.0
+    return float(text.endswith(tail) and len(text) - len(tail) >= j)
+
+
+def tag_count(text: str) -> float:
+    """open-r1 ``tag_count_reward``: 0.25 per tag string whose non-overlapping count is exactly 1."""
+    return 0.25 * sum(text.count(t) == 1 for t in ("<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>"))
+
+
+def _xml_count(text: str) -> int:
+    """Official single-GPU ``count_xml``: how many of the four bare tags occur exactly once."""
+    return sum(text.count(t) == 1 for t in (_THINK_OPEN, _THINK_CLOSE, _ANS_OPEN, _ANS_CLOSE))
+
+
+def _think_answer_bridge(text: str, start: int, limit: int) -> bool:
+    """Is there a ``</think>[ \\n]?<answer>`` at index >= start that ends at or before ``limit``?"""
+    # Three plain searches (C speed) instead of a loop over every `</think>`.
+    for bridge in ("</think><answer>", "</think> <answer>", "</think>\n<answer>"):
+        p = text.find(bridge, start)
+        if 0 <= p and p + len(bridge) <= limit:
+            return True
+    return False
+
+
+def _code_format_extra(text: str) -> int | None:
+    """Characters outside ``re.search(r"<think>.*</think>[ \\n]?<answer>.*</answer>", DOTALL)``; None: no match.
+
+    The match starts at the first ``<think>`` (a later start only has fewer options) and, both
+    ``.*`` being greedy, ends at the last ``</answer>``, provided a ``</think>[ \\n]?<answer>``
+    fits between them.
+    """
+    s = text.find(_THINK_OPEN)
+    last = text.rfind(_ANS_CLOSE)
+    if s < 0 or last < 0 or not _think_answer_bridge(text, s + len(_THINK_OPEN), last):
+        return None
+    return len(text) - (last + len(_ANS_CLOSE) - s)
+
+
+def eval_format(text: str) -> float:
+    """1.0 iff the evaluation regex ``^[ \\n]?<think>.*</think>[ \\n]?<answer>.*</answer>[ \\n]?$`` matches.
+
+    This is ``format_correct`` of the official ``utils/eval.py`` (``re.match``, DOTALL), PAPER.md §3.4.
+    """
+    if text[:1] in (" ", "\n") and text.startswith(_THINK_OPEN, 1):
+        a = 1 + len(_THINK_OPEN)
+    elif text.startswith(_THINK_OPEN):
+        a = len(_THINK_OPEN)
+    else:
+        return 0.0
+    # `[ \n]?$` (no MULTILINE): after </answer> one optional blank, then the end or a final newline.
+    for suffix in ("", " ", "\n", " \n", "\n\n"):
+        q = len(text) - len(suffix) - len(_ANS_CLOSE)
+        if q >= a and text.endswith(suffix) and text.startswith(_ANS_CLOSE, q):
+            return 1.0 if _think_answer_bridge(text, a, q) else 0.0
+    return 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Gold answers
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FAST_INT_RE = re.compile(r"[0-9]+|-[1-9][0-9]*")
+_COMMA_INT_RE = re.compile(r"-?[1-9][0-9]{0,2}(?:,[0-9]{3})+")
+_LETTERS = "ABCD"
+
+
+def _last_boxed(text: str) -> str | None:
+    """Contents of the last ``\\boxed{...}``/``\\fbox{...}`` with nested braces matched (rest of text if unclosed)."""
+    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
+    if start < 0:
+        return None
+    i = text.index("{", start) + 1
+    depth = 1
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j].strip()
+    return text[i:].strip()
+
+
+def _canonical_int(s: str) -> str:
+    """'-007' -> '-7', '+0' -> '0': a canonical decimal string (no int(), so no size limit)."""
+    sign = "-" if s[0] == "-" else ""
+    digits = s.lstrip("+-").lstrip("0") or "0"
+    return digits if digits == "0" else sign + digits
+
+
+def _gold_letter(answer: str) -> str | None:
+    s = answer.strip()
+    if len(s) == 3 and s[0] in "([" and s[2] in ")]":
+        s = s[1]
+    s = s.upper()
+    return s if len(s) == 1 and s in _LETTERS else None
+
+
+def extract_gold(answer: Any, task: str) -> str:
+    """The gold answer of ``task`` from the raw dataset field (see the module docstring)."""
+    _check_task(task)
+    if isinstance(answer, int) and not isinstance(answer, bool):
+        answer = str(answer)
+    if not isinstance(answer, str):
+        raise TypeError(f"gold answer must be a str (the dataset's 'answer' field), got {type(answer).__name__}")
+    if task in _GSM8K_TASKS:
+        _, sep, after = answer.partition("####")
+        return (after if sep else answer).strip().replace(",", "")
+    if task == "math":
+        boxed = _last_boxed(answer)
+        return boxed if boxed is not None else answer.strip()
+    if task in _LETTER_TASKS:
+        letter = _gold_letter(answer)
+        if letter is None:
+            raise ValueError(
+                f"gold answer {answer[:50]!r} of task {task!r} is not a letter A-D; fix the dataset's 'answer' field"
+            )
+        return letter
+    s = answer.strip()
+    if not _INT_RE.fullmatch(s):
+        raise ValueError(
+            f"gold answer {answer[:50]!r} of task {task!r} is not an integer; fix the dataset's 'answer' field"
+        )
+    return _canonical_int(s)
+
+
+# ----------------------------------------------------------------------------------------------
+# Letter and integer tasks (pure Python, microseconds)
+
+_WRAPPERS = ("\\boxed{", "\\text{", "\\textbf{", "\\mathrm{")
+_LETTER_RE = re.compile(
+    r"(?:\(([A-D])\)|\[([A-D])\]|([A-D])[.):])[.,;:]?(?:\s.*)?|([A-D])(?:\n.*)?",
+    re.IGNORECASE | re.DOTALL | re.ASCII,
+)
+
+
+def _unwrap(s: str) -> str:
+    """Remove one enclosing ``$..$``, ``\\boxed{}``, ``\\text{}``, ``\\textbf{}``, ``\\mathrm{}`` or ``**..**``."""
+    s = s.strip()
+    if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
+        s = s.strip("$").strip()
+    for w in _WRAPPERS:
+        if s.startswith(w) and s.endswith("}"):
+            return s[len(w) : -1].strip()
+    if len(s) >= 4 and s.startswith("**") and s.endswith("**"):
+        return s[2:-2].strip()
+    return s
+
+
+def _letter_of(block: str) -> str | None:
+    m = _LETTER_RE.fullmatch(_unwrap(block))
+    if m is None:
+        return None
+    return next(g for g in m.groups() if g).upper()
+
+
+def _letter_accuracy(text: str, gold: str) -> float:
+    block = answer_block(text)
+    return float(block is not None and _letter_of(block) == gold)
+
+
+def _int_accuracy(text: str, gold: str) -> float:
+    block = answer_block(text)
+    return float(block is not None and _INT_RE.fullmatch(block) is not None and _canonical_int(block) == gold)
+
+
+# ----------------------------------------------------------------------------------------------
+# Our normalised matcher (code_* variants) and the integer fast path
+
+_SPACING = re.compile(r"\\[!,;: ]|\\left|\\right|\\displaystyle")
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|mathrm|mbox)\{([^{}]*)\}")
+_NUM_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
+_FRAC_RE = re.compile(r"([+-]?)\\frac\{([0-9]+)\}\{([0-9]+)\}|([+-]?[0-9]+)/([0-9]+)", re.ASCII)
+_DIGIT_COMMA = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
+
+
+def _normalize(s: str) -> str:
+    """Lenient canonical form of a short answer string (see the module docstring, code_*)."""
+    s = s.strip()
+    for _ in range(2):  # e.g. $\boxed{18}$
+        s = _unwrap(s)
+    s = _TEXT_CMD.sub(r"\1", s)
+    s = _SPACING.sub("", s)
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = s.replace("\\%", "").replace("%", "").replace("\\$", "").replace("$", "")
+    s = _DIGIT_COMMA.sub("", s)
+    s = "".join(s.split())
+    return s.rstrip(".").lower()
+
+
+def _as_fraction(s: str) -> Fraction | None:
+    if len(s) > 60:
+        return None
+    if _NUM_RE.fullmatch(s):
+        return Fraction(s)
+    m = _FRAC_RE.fullmatch(s)
+    if m is None:
+        return None
+    if m.group(2) is not None:
+        num, den, sign = int(m.group(2)), int(m.group(3)), m.group(1)
+    else:
+        num, den, sign = int(m.group(4)), int(m.group(5)), ""
+    if den == 0:
+        return None
+    return Fraction(-num if sign == "-" else num, den)
+
+
+def _normalized_equal(candidate: str, gold: str) -> bool:
+    if len(candidate) > _MAX_WHOLE_TEXT_CHARS:  # cannot normalise to a short gold; skip the work
+        return False
+    a, b = _normalize(candidate), _normalize(gold)
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    fa, fb = _as_fraction(a), _as_fraction(b)
+    return fa is not None and fb is not None and fa == fb
+
+
+def _plain_int(s: str) -> str | None:
+    """Canonical integer if s is a plain ASCII integer in a form math-verify reads as that integer.
+
+    math-verify 0.9.0 parses ``05``, ``1,050``, ``-1,050`` but returns nothing for ``+5`` or
+    ``-05``; those forms are left to it (tests check that the fast path agrees with it).
+    """
+    s = s.strip()
+    if len(s) > 400:
+        return None
+    if _FAST_INT_RE.fullmatch(s):
+        return _canonical_int(s)
+    if _COMMA_INT_RE.fullmatch(s):
+        return _canonical_int(s.replace(",", ""))
+    return None
+
+
+def _last_number(text: str, pattern: re.Pattern[str]) -> str | None:
+    """Last match of a number-token regex, found by searching the reversed text (linear time)."""
+    m = pattern.search(text[::-1])
+    return m.group(0)[::-1] if m else None
+
+
+_LASTNUM_HEAD = re.compile(r"[0-9.,]+")
+_LASTNUM_JUN25 = re.compile(r"[0-9]+")
+
+
+# ----------------------------------------------------------------------------------------------
+# Guards on text that goes to math-verify
+
+
+_BRACKET_RE = re.compile(r"[{}\[\](),]")
+
+
+def _bracket_stats(s: str) -> tuple[int, int]:
+    """(deepest bracket nesting, most commas directly inside one bracket group) of s."""
+    depth = deepest = widest = 0
+    commas = [0]  # commas of the open group at each depth (index 0: outside all brackets)
+    for c in _BRACKET_RE.findall(s):  # the loop runs over brackets and commas only
+        if c == ",":
+            if depth:
+                commas[depth] += 1
+                widest = max(widest, commas[depth])
+        elif c in "{[(":
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth == len(commas):
+                commas.append(0)
+            commas[depth] = 0
+        elif depth:
+            depth -= 1
+    return deepest, widest
+
+
+def _string_guard(s: str) -> str | None:
+    """Reason to refuse ``s`` before math-verify sees it, or None."""
+    deepest, widest = _bracket_stats(s)
+    if deepest > MAX_NESTING:
+        return "nesting"
+    if widest > MAX_LIST_ITEMS:
+        return "list_size"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The math-verify worker processes
+#
+# A "zygote" process imports math-verify once and warms its caches; workers are os.fork()ed from
+# it on demand (~10 ms, inheriting the warm state), and the parent talks to the current worker
+# over a socket. Each request runs under a kernel CPU-time timer (ITIMER_PROF with the default
+# SIGPROF action, which terminates the process even inside C code), so a hostile input kills only
+# its worker; the next request gets a fresh fork. The parent also has a wall-clock safety net.
+
+_HEADER = struct.Struct(">I")
+_ZYGOTE_RUN_NAME = "__pods_reward_zygote__"
+
+
+class _Deadline(Exception):
+    pass
+
+
+class WorkerStartError(RuntimeError):
+    """The math-verify process could not start (an environment problem, never the completion's fault)."""
+
+
+def _write_msg(fd: int, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks, poller = [], None
+    while n:
+        if deadline is not None:
+            if poller is None:
+                poller = select.poll()  # poll, not select: no FD_SETSIZE limit in big trainer processes
+                poller.register(fd, select.POLLIN)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not poller.poll(remaining * 1000):
+                raise _Deadline
+        chunk = os.read(fd, n)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_msg(fd: int, deadline: float | None) -> Any:
+    (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
+    return pickle.loads(_read_exact(fd, n, deadline))
+
+
+class _Worker:
+    """Parent-side handle of one forked worker: its socket and a pidfd to kill exactly that process."""
+
+    def __init__(self, sock: socket.socket, pid: int) -> None:
+        self.sock, self.pid, self.requests = sock, pid, 0
+        try:
+            self.pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3: fall back to the pid
+            self.pidfd = None
+
+    def kill(self) -> None:
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+        except OSError:  # already gone
+            pass
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+class _Verifier:
+    """The zygote, the current worker, and the request/deadline logic (one request at a time)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        self.zygote: subprocess.Popen | None = None
+        self.ctrl: socket.socket | None = None
+        self.worker: _Worker | None = None
+
+    # -- zygote
+    def _forget_after_fork(self) -> None:
+        # We are a forked copy of the process that owns these: close our copies, touch nothing else.
+        if self.ctrl is not None:
+            self.ctrl.close()
+        if self.worker is not None:
+            self.worker.close()
+        self.zygote = self.ctrl = self.worker = None
+        self.pid = os.getpid()
+
+    def _start_zygote(self) -> None:
+        parent_end, child_end = socket.socketpair()
+        # The zygote runs this file by path (not `import pods.rewards`), so pods/__init__ and torch
+        # are never imported there; -I keeps the cwd and PYTHON* variables out; the parent's
+        # sys.path is handed over so math-verify is found where we found it.
+        paths = [os.path.abspath(p) for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
+        boot = (
+            f"import sys, runpy; sys.path[:] = sys.argv[3:]; runpy.run_path(sys.argv[1], run_name={_ZYGOTE_RUN_NAME!r})"
+        )
+        cmd = [sys.executable, "-I", "-c", boot, os.path.abspath(__file__), str(child_end.fileno()), *paths]
+        try:
+            self.zygote = subprocess.Popen(
+                cmd,
+                pass_fds=(child_end.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        finally:
+            child_end.close()
+        self.ctrl = parent_end
+        kind, info = _read_msg(self.ctrl.fileno(), time.monotonic() + STARTUP_TIMEOUT_S)
+        if kind != "ready":
+            raise RuntimeError(info)
+
+    def _stop_zygote(self) -> None:
+        if self.ctrl is not None:
+            self.ctrl.close()
+        if self.zygote is not None:
+            try:
+                self.zygote.kill()
+                self.zygote.wait(timeout=5)
+            except Exception:  # already gone
+                pass
+        self.zygote = self.ctrl = None
+
+    def _ensure_zygote(self) -> None:
+        if self.pid != os.getpid():
+            self._forget_after_fork()
+        if self.zygote is not None and self.zygote.poll() is None:
+            return
+        errors = []
+        for _ in range(3):
+            self._stop_zygote()
+            try:
+                self._start_zygote()
+                return
+            except (_Deadline, EOFError, OSError, RuntimeError) as e:
+                errors.append(f"{type(e).__name__}: {str(e).strip()[-300:]}")
+        self._stop_zygote()
+        raise WorkerStartError(
+            "the math-verify process did not start (" + " | ".join(errors) + "). "
+            f"Check that `{sys.executable} -c 'import math_verify'` works (pip install 'math-verify>=0.7')."
+        )
+
+    # -- workers
+    def _ensure_worker(self) -> _Worker:
+        for _ in range(2):
+            self._ensure_zygote()
+            if self.worker is not None:
+                return self.worker
+            mine, theirs = socket.socketpair()
+            try:
+                socket.send_fds(self.ctrl, [b"F"], [theirs.fileno()])
+                kind, pid = _read_msg(self.ctrl.fileno(), time.monotonic() + STARTUP_TIMEOUT_S)
+            except (_Deadline, EOFError, OSError):
+                mine.close()
+                self._stop_zygote()  # a broken zygote is restarted by the next _ensure_zygote
+                continue
+            finally:
+                theirs.close()
+            self.worker = _Worker(mine, pid)
+            return self.worker
+        raise WorkerStartError("the math-verify zygote process could not fork a worker twice in a row")
+
+    def _drop_worker(self, kill: bool) -> None:
+        if self.worker is not None:
+            self.worker.kill() if kill else self.worker.close()
+        self.worker = None
+
+    def warmup(self) -> None:
+        with self.lock:
+            self._ensure_worker()
+
+    def run(self, request: tuple) -> tuple[bool, str | None] | None:
+        """The worker's (equal, guard reason) for a request, or None if it was killed or missed the deadline."""
+        with self.lock:
+            for _attempt in range(2):
+                worker = self._ensure_worker()
+                try:
+                    worker.requests += 1
+                    _write_msg(worker.sock.fileno(), request)
+                except OSError:  # it died before reading this request (killed from outside): fork another
+                    _count("worker_lost")
+                    self._drop_worker(kill=True)
+                    continue
+                try:
+                    result = _read_msg(worker.sock.fileno(), time.monotonic() + WALL_TIMEOUT_S)
+                except (_Deadline, EOFError, OSError) as e:
+                    # Killed by its CPU budget (EOF), or past the wall-clock safety net: this input gets 0.
+                    reason = "wall_timeout" if isinstance(e, _Deadline) else "cpu_limit"
+                    _count(reason)
+                    log.warning("math-verify worker stopped (%s) on a %d-char input", reason, len(request[2]))
+                    self._drop_worker(kill=True)
+                    return None
+                if worker.requests >= MAX_REQUESTS_PER_WORKER:  # bound the growth of sympy/antlr caches
+                    self._drop_worker(kill=True)
+                return result
+            return None
+
+    def shutdown(self) -> None:
+        with self.lock:
+            if self.pid == os.getpid():
+                self._drop_worker(kill=True)
+                self._stop_zygote()
+            else:
+                self._forget_after_fork()
+
+
+_VERIFIER = _Verifier()
+atexit.register(_VERIFIER.shutdown)
+
+
+def warmup() -> None:
+    """Start the math-verify processes now (otherwise the first gsm8k/math score waits ~1-3 s for them)."""
+    _VERIFIER.warmup()
+
+
+def _limits() -> tuple:
+    """Guard limits sent with each request (read at call time, so tests can change them)."""
+    return (CPU_BUDGET_S, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
+
+
+def _math_equal(gold: str, candidate: str, mode: str) -> float:
+    """math-verify equivalence of candidate to gold under mode 'paper' or 'openr1', with all guards."""
+    if mode == "paper":
+        g, c = _plain_int(gold), _plain_int(candidate)
+        if g is not None and c is not None:
+            return float(g == c)
+    candidate = candidate[-MAX_VERIFY_CHARS:]
+    gold = gold[-MAX_GOLD_CHARS:]
+    if _string_guard(gold) is not None:
+        _count("gold_refused")
+        return 0.0
+    reason = _string_guard(candidate)
+    if reason is not None:
+        _count(reason)
+        return 0.0
+    result = _VERIFIER.run((mode, gold, candidate, _limits()))
+    if result is None:
+        return 0.0
+    equal, reason = result
+    if reason is not None:
+        _count(reason)
+    return float(equal)
+
+
+# ----------------------------------------------------------------------------------------------
+# score
+
+
+def _check_task(task: str) -> None:
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of: {', '.join(TASKS)}")
+
+
+def _check_variant(variant: str) -> None:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown reward variant {variant!r}; choose one of: {', '.join(VARIANTS)}")
+
+
+def _as_text(completion: Any) -> str:
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, (bytes, bytearray)):
+        return bytes(completion).decode("utf-8", errors="replace")
+    raise TypeError(
+        f"completion must be a str (or bytes), got {type(completion).__name__}; "
+        "for chat-format completions pass pods.rewards.completion_text(completion)"
+    )
+
+
+def _code_correct(text: str, gold: str, number_re: re.Pattern[str]) -> float:
+    """Official single-GPU ``answer_correct``: whole text, answer block, or last number matches."""
+    if _normalized_equal(text, gold):
+        return 1.0
+    block = answer_block(text)
+    if block is not None and (_normalized_equal(block, gold) or _math_equal(gold, block, "paper")):
+        return 1.0
+    last = _last_number(text, number_re)
+    return float(last is not None and _normalized_equal(last, gold))
+
+
+def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> float:
+    if task in _LETTER_TASKS:
+        return _letter_accuracy(text, gold)
+    if task in _INT_TASKS:
+        return _int_accuracy(text, gold)
+    if variant == "paper":
+        block = answer_block(text)
+        return _math_equal(gold, text if block is None else block, "paper")
+    if variant == "openr1":
+        raw = answer.strip() if task in _GSM8K_TASKS else answer
+        if task == "math" and _last_boxed(raw) is None:
+            raw = "\\boxed{" + raw + "}"
+        return _math_equal(raw, text, "openr1")
+    return _code_correct(text, gold, _LASTNUM_JUN25 if variant == "code_jun25" else _LASTNUM_HEAD)
+
+
+def _components(text: str, gold: str, answer: str, task: str, variant: str) -> tuple[float, float, float]:
+    acc = _accuracy(text, gold, answer, task, variant)
+    if variant in ("paper", "openr1"):
+        return acc, format_reward(text), tag_count(text)
+    extra = _code_format_extra(text)
+    if variant in ("code_head", "code_sep24"):
+        scale = 0.1 if variant == "code_head" else 0.01
+        fmt = 0.0 if extra is None else max(0.0, 1.0 - 0.01 * extra)
+        return acc, scale * fmt, scale * 0.25 * _xml_count(text)
+    # code_jun25: shaping only for gsm8k, and only for incorrect answers.
+    if task not in _GSM8K_TASKS or acc == 1.0:
+        return acc, 0.0, 0.0
+    fmt = 0.0 if extra is None else max(0.0, 0.1 - 0.001 * extra)
+    return acc, fmt, 0.025 * _xml_count(text)
+
+
+def score(completion: str, answer: str, task: str, variant: str = "paper") -> dict[str, float]:
+    """Reward of one completion: ``{"accuracy", "format", "tags", "total"}`` with total = their sum.
+
+    ``answer`` is the raw dataset answer field; ``task`` one of ``TASKS``; ``variant`` one of
+    ``VARIANTS``. Never raises because of the completion's content (see the module docstring).
+    """
+    _check_task(task)
+    _check_variant(variant)
+    text = _as_text(completion)
+    gold = extract_gold(answer, task)
+    try:
+        acc, fmt, tags = _components(text, gold, answer, task, variant)
+    except WorkerStartError:
+        raise  # a broken installation must stop the run, not silently score everything 0
+    except Exception:  # last line of defence for an hours-long run; tests assert it never fires
+        _count("internal_error")
+        log.exception("reward computation failed on a %d-char completion; scoring it 0", len(text))
+        acc = fmt = tags = 0.0
+    return {"accuracy": acc, "format": fmt, "tags": tags, "total": acc + fmt + tags}
+
+
+def eval_metrics(completion: str, answer: str, task: str, variant: str = "paper") -> dict[str, float]:
+    """Evaluation metrics of one completion (PAPER.md §3.4, official ``utils/eval.py``).
+
+    ``accuracy``: the variant's accuracy; ``format_accuracy``: :func:`eval_format`; ``both_accuracy``:
+    both. The paper plots ``accuracy`` (ans_acc) for settings (a), (c) and the ablations and
+    ``both_accuracy`` for Llama (b).
+    """
+    acc = score(completion, answer, task, variant)["accuracy"]
+    fmt = eval_format(_as_text(completion))
+    return {"accuracy": acc, "format_accuracy": fmt, "both_accuracy": acc * fmt}
+
+
+# ----------------------------------------------------------------------------------------------
+# TRL adapters
+
+
+def completion_text(completion: Any) -> str:
+    """Text of a TRL completion: a str, or a conversational list of ``{"role", "content"}`` messages.
+
+    For a conversation the contents of the assistant messages (all messages if none has a role)
+    are joined; a content given as a list of parts contributes its ``"text"`` parts.
+    """
+    if isinstance(completion, (str, bytes, bytearray)):
+        return _as_text(completion)
+    if isinstance(completion, dict):
+        completion = [completion]
+    if not isinstance(completion, Sequence):
+        raise TypeError(f"completion must be a str or a list of chat messages, got {type(completion).__name__}")
+    messages = [m for m in completion if isinstance(m, dict)]
+    if any("role" in m for m in messages):
+        messages = [m for m in messages if m.get("role") == "assistant"]
+    parts = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return "".join(parts)
+
+
+class _ScoreCache:
+    """Scores shared by the three component functions, so that TRL's three calls score once."""
+
+    def __init__(self, task: str, variant: str, maxsize: int = 4096) -> None:
+        self.task, self.variant, self.maxsize = task, variant, maxsize
+        self._data: OrderedDict[tuple, dict[str, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str, answer: str) -> dict[str, float]:
+        # A digest, not the text, as key: completions can be megabytes long.
+        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), answer)
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                self._data.move_to_end(key)
+                return hit
+        result = score(text, answer, self.task, self.variant)
+        with self._lock:
+            self._data[key] = result
+            if len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+        return result
+
+    def __getstate__(self) -> dict:  # picklable (TRL may pickle reward functions); the cache is dropped
+        return {"task": self.task, "variant": self.variant, "maxsize": self.maxsize}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["task"], state["variant"], state["maxsize"])
+
+
+class RewardComponent:
+    """One reward component as a TRL reward function ``f(prompts, completions, **kwargs) -> list[float]``.
+
+    The gold arrives as ``kwargs["answer"]`` (the dataset's ``answer`` column, one per completion).
+    ``__name__`` is the component name, which TRL uses as the logging key (``rewards/accuracy/mean``).
+    """
+
+    def __init__(self, component: str, cache: _ScoreCache) -> None:
+        self.component, self.cache = component, cache
+        self.__name__ = component
+
+    def __call__(self, prompts: Any = None, completions: Any = None, **kwargs: Any) -> list[float]:
+        if completions is None:
+            raise TypeError(f"reward function {self.component!r} needs completions=...")
+        answers = kwargs.get("answer")
+        if answers is None:
+            raise ValueError(
+                f"reward function {self.component!r} got no 'answer' column; the training dataset must have an "
+                "'answer' field per row (pods.data.load_task provides it)"
+            )
+        if isinstance(answers, str) or len(answers) != len(completions):
+            raise ValueError(
+                f"reward function {self.component!r}: 'answer' must be a list with one gold per completion, "
+                f"got {type(answers).__name__} for {len(completions)} completions"
+            )
+        return [
+            self.cache.get(completion_text(c), a)[self.component] for c, a in zip(completions, answers, strict=True)
+        ]
+
+    def __repr__(self) -> str:
+        return f"RewardComponent({self.component!r}, task={self.cache.task!r}, variant={self.cache.variant!r})"
+
+
+def trl_reward_funcs(task: str, variant: str = "paper") -> list[Callable[..., list[float]]]:
+    """Reward functions for ``GRPOTrainer(reward_funcs=...)``: accuracy, format, tags (weights 1, 1, 1).
+
+    Their per-completion sum equals ``score(...)["total"]``; each completion is scored once.
+    """
+    _check_task(task)
+    _check_variant(variant)
+    cache = _ScoreCache(task, variant)
+    return [RewardComponent(c, cache) for c in COMPONENTS]
+
+
+# ----------------------------------------------------------------------------------------------
+# Zygote and worker side (runs in the child processes; only there are sympy and math-verify imported)
+
+_CALCULUS = ("Sum", "Product", "Integral", "Limit", "Derivative")
+_FACTORIALS = ("factorial", "factorial2", "subfactorial", "gamma", "binomial", "RisingFactorial", "FallingFactorial")
+
+
+def _magnitude(expr: Any, limits: tuple, budget: list[int], depth: int = 0) -> float:
+    """Upper bound on log10|value| of a parsed expression; ValueError(reason) when it is too big.
+
+    Symbols and constants count as 0.5 (values up to ~3): what matters is that sympy never has to
+    build a huge integer while simplifying or evaluating numerically.
+    """
+    import sympy
+
+    _, max_exp, max_value, max_fact, _ = limits
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 200:
+        raise ValueError("tree_size")
+    if isinstance(expr, sympy.Integer):
+        return abs(int(expr)).bit_length() * 0.30103
+    if isinstance(expr, sympy.Rational):
+        return max(abs(expr.p).bit_length(), expr.q.bit_length()) * 0.30103
+    if isinstance(expr, sympy.Float):
+        _, man, exp, bc = expr._mpf_
+        return max(0.5, abs(exp + bc) * 0.30103) if man else 0.5
+    if isinstance(expr, sympy.MatrixBase):
+        return max((_magnitude(e, limits, budget, depth + 1) for e in expr), default=0.5)
+    if not isinstance(expr, sympy.Basic):
+        return 0.5
+    name = type(expr).__name__
+    if name in _CALCULUS:
+        raise ValueError("calculus")
+    if isinstance(expr, (sympy.Pow, sympy.exp)):
+        if isinstance(expr, sympy.exp):  # e^a: digits <= 0.44 * |a|
+            base, exp = 0.44, _magnitude(expr.args[0], limits, budget, depth + 1)
+        else:
+            base = _magnitude(expr.base, limits, budget, depth + 1)
+            exp = _magnitude(expr.exp, limits, budget, depth + 1)
+        if exp > max_exp:
+            raise ValueError("huge_exponent")
+        size = max(base, 0.44) * 10**exp  # digits(b^e) <= digits(b) * |e|
+    elif name in _FACTORIALS:
+        arg = max((_magnitude(a, limits, budget, depth + 1) for a in expr.args), default=0.5)
+        if arg > max_fact:
+            raise ValueError("huge_factorial")
+        size = 10**arg * max(arg, 1.0)  # digits(n!) <= n * log10(n)
+    else:
+        args = [_magnitude(a, limits, budget, depth + 1) for a in expr.args]
+        if not args:
+            return 0.5
+        size = sum(args) if isinstance(expr, sympy.Mul) else max(args) + 0.5
+    if size > max_value:
+        raise ValueError("huge_value")
+    return size
+
+
+def _tree_guard(items: list, limits: tuple) -> str | None:
+    budget = [limits[4]]
+    for item in items:
+        if isinstance(item, str):
+            continue
+        try:
+            _magnitude(item, limits, budget)
+        except ValueError as e:
+            return str(e)
+    return None
+
+
+def _worker_handle(request: tuple, mv: Any, openr1_pred_config: list) -> tuple[bool, str | None]:
+    mode, gold_text, pred_text, limits = request
+    if mode == "paper":
+        gold = mv.parse("$" + gold_text + "$", parsing_timeout=None)
+        pred = mv.parse(pred_text, parsing_timeout=None)
+    else:  # openr1
+        gold = mv.parse(gold_text, extraction_mode="first_match", parsing_timeout=None)
+        pred = mv.parse(
+            pred_text, extraction_config=openr1_pred_config, extraction_mode="first_match", parsing_timeout=None
+        )
+    if not gold:
+        return False, "gold_unparsed"
+    if not pred:
+        return False, None
+    reason = _tree_guard(gold, limits) or _tree_guard(pred, limits)
+    if reason is not None:
+        return False, reason
+    return bool(mv.verify(gold, pred, timeout_seconds=None)), None
+
+
+def _worker_loop(fd: int, mv: Any, config: list) -> None:
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)  # SIGPROF terminates: the CPU budget is kernel-enforced
+    while True:
+        try:
+            request = _read_msg(fd, None)
+        except (EOFError, OSError):
+            return  # the parent closed the socket or died
+        signal.setitimer(signal.ITIMER_PROF, request[3][0])
+        try:
+            result = _worker_handle(request, mv, config)
+        except BaseException as e:  # MemoryError under the rlimit, RecursionError, sympy bugs
+            result = (False, "error_" + type(e).__name__)
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+        _write_msg(fd, result)
+
+
+_WARMUP = [  # parsed and verified once in the zygote, so that forked workers start warm
+    ("paper", "\\frac{1}{2}", "0.5"),
+    ("paper", "18", "The answer is $18$."),
+    ("paper", "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)"),
+    ("paper", "\\{1,3\\}", "x \\in [2,5)"),
+    ("paper", "6 - 5i", "\\sqrt{-25} + 6"),
+    ("paper", "10\\%", "\\sin(x)^2 + \\cos(x)^2 = \\log(e)"),
+    ("paper", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "x^{2} - 2x + 1 = 0"),
+    ("paper", "\\text{Evelyn}", "\\text{(C)}"),
+    ("paper", "e^{e^{e}}", "x^{x^{x^{x}}} + 5! + \\binom{5}{2}"),  # the paths hostile text takes to the guards
+    ("paper", "10^{3}", "\\sum_{i=1}^{3} i + \\int_0^1 x dx + \\prod_{k=1}^{3} k + \\Gamma(3)"),
+    ("paper", "1", "\\tan(\\pi/2) + \\lim_{x\\to\\infty} 1/x"),
+    ("openr1", "#### 18", "so \\boxed{18}"),
+]
+
+
+def _zygote_main(ctrl_fd: int) -> None:
+    import resource
+    import socket as socket_mod
+    import traceback
+
+    ctrl = socket_mod.socket(fileno=ctrl_fd)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
+    except (ValueError, OSError):
+        pass
+    try:
+        logging.disable(logging.CRITICAL)  # math-verify warns that its own timeouts are disabled
+        import math_verify as mv
+        from latex2sympy2_extended import NormalizationConfig
+
+        config = [
+            mv.LatexExtractionConfig(
+                normalization_config=NormalizationConfig(
+                    nits=False, malformed_operators=False, basic_latex=True, equations=True, boxed="all", units=True
+                ),
+                boxed_match_priority=0,
+                try_extract_without_anchor=False,
+            )
+        ]
+        limits = (60.0, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
+        for mode, gold, pred in _WARMUP:
+            _worker_handle((mode, gold, pred, limits), mv, config)
+    except BaseException:
+        _write_msg(ctrl_fd, ("error", traceback.format_exc(limit=3)))
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished workers
+    _write_msg(ctrl_fd, ("ready", os.getpid()))
+    while True:
+        try:
+            msg, fds, _, _ = socket_mod.recv_fds(ctrl, 16, 1)
+        except OSError:
+            return
+        if not msg:
+            return  # the parent closed the control socket or died
+        if not fds:
+            continue
+        pid = os.fork()
+        if pid == 0:  # the worker
+            try:
+                ctrl.close()
+                _worker_loop(fds[0], mv, config)
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+        _write_msg(ctrl_fd, ("forked", pid))
+
+
+if __name__ == _ZYGOTE_RUN_NAME:
+    _zygote_main(int(sys.argv[2]))
