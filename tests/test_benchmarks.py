@@ -1,0 +1,248 @@
+"""Smoke and correctness tests of benchmarks/bench_memory.py, bench_asymmetry.py and cost_model.py.
+
+The benchmarks run here on a randomly initialised micro Llama (built in a temp dir in a second), at
+sizes where one run takes a few seconds; they check the CSV contract (fig_1_asymmetry.py reads the
+asymmetry columns), the memory ordering the benchmark exists to show, and that the cost model
+recovers known parameters.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import bench_asymmetry  # noqa: E402
+import bench_memory  # noqa: E402
+import cost_model  # noqa: E402
+
+FIG1_COLUMNS = [
+    "rollouts",
+    "step_time_s",
+    "gen_time_s",
+    "update_time_s",
+    "gen_tokens",
+    "per_token_gen_ms",
+    "update_oom",
+]
+
+
+@pytest.fixture(scope="module")
+def micro_model(tmp_path_factory) -> str:
+    """A random 2-layer Llama with the project's character tokenizer, saved as a local model dir."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from pods.models import build_char_tokenizer
+
+    tok = build_char_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, tie_word_embeddings=True,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("micro_llama")
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
+
+
+def _read(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ----------------------------------------------------------------------------- bench_memory
+
+
+def test_memory_arms_in_process(micro_model, tmp_path):
+    out = tmp_path / "mem.csv"
+    bench_memory.main(["--model", micro_model, "--n", "8", "--m", "2", "--prompt-len", "8", "--completion-len", "32",
+                       "--in-process", "--out", str(out)])  # fmt: skip
+    rows = {r["arm"]: r for r in _read(out)}
+    assert list(rows) == list(bench_memory.ARMS)
+    peak = {a: float(r["peak_mb"]) for a, r in rows.items()}
+    assert rows["grpo_n"]["rows_per_backward"] == "8"
+    assert rows["grpo_ga"]["micro_batches"] == "4"
+    assert rows["pods"]["rows_per_backward"] == "2"
+    assert rows["pods"]["rollouts_generated"] == "8"
+    # The benchmark's claim: PODS pays GRPO-at-m memory, well below all n rows in one backward.
+    assert peak["pods"] < 0.6 * peak["grpo_n"]
+    assert peak["pods"] == pytest.approx(peak["grpo_m"], rel=0.05)
+    assert peak["grpo_ga"] < 0.6 * peak["grpo_n"]
+    assert float(rows["pods"]["ratio_to_pods"]) == pytest.approx(1.0)
+
+
+@pytest.mark.slow  # four fresh interpreters importing torch + transformers: ~30 s on 2 busy cores
+def test_memory_fresh_subprocess_rss(micro_model, tmp_path):
+    """The default path: each arm in its own process, with peak RSS and allocator peaks."""
+    out = tmp_path / "mem_sub.csv"
+    bench_memory.main(["--model", micro_model, "--n", "8", "--m", "2", "--prompt-len", "8", "--completion-len", "64",
+                       "--arms", "grpo_n", "pods", "--out", str(out)])  # fmt: skip
+    rows = {r["arm"]: r for r in _read(out)}
+    assert rows["pods"]["in_process"] == "False"
+    assert float(rows["pods"]["alloc_peak_mb"]) < float(rows["grpo_n"]["alloc_peak_mb"])
+    assert float(rows["grpo_n"]["rss_peak_mb"]) > 0
+
+
+def test_profiled_alloc_peak_counts_temporaries():
+    def fn():
+        keep = torch.empty(2**18)  # 1 MiB, alive at the end
+        tmp = torch.empty(2**19)  # 2 MiB, freed before the end
+        del tmp
+        return keep
+
+    assert bench_memory.profiled_alloc_peak_mb(fn) == pytest.approx(3.0, abs=0.05)
+
+
+def test_ga_update_equals_one_batch_update(micro_model):
+    """Gradient accumulation over micro-batches gives the same step as one batch (loss weighting)."""
+    model, _ = bench_memory.load_model(micro_model)
+    g = torch.Generator().manual_seed(1)
+    prompt_T, comp_B_T = torch.randint(4, 100, (5,), generator=g), torch.randint(4, 100, (6, 7), generator=g)
+    mask_B_T, adv_B = torch.ones_like(comp_B_T), torch.randn(6, generator=g)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    after = []
+    for micro in (None, 2):
+        model.load_state_dict(start)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        bench_memory.policy_update(
+            model, opt, prompt_T, comp_B_T, mask_B_T, adv_B, micro_batch=micro, max_grad_norm=1e9
+        )
+        after.append({k: v.clone() for k, v in model.state_dict().items()})
+    assert any(not torch.equal(after[0][k], start[k]) for k in start)
+    for k in start:
+        torch.testing.assert_close(after[0][k], after[1][k], atol=1e-6, rtol=1e-5)
+
+
+def test_memory_rejects_bad_sizes(capsys):
+    with pytest.raises(SystemExit):
+        bench_memory.main(["--n", "10", "--m", "4"])
+    assert "multiple of m" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- bench_asymmetry
+
+
+def test_asymmetry_csv_contract_and_oom(micro_model, tmp_path):
+    base = [
+        "--model",
+        micro_model,
+        "--rollouts",
+        "2",
+        "32",
+        "--prompt-len",
+        "4",
+        "--completion-len",
+        "16",
+        "--threads",
+        "1",
+    ]
+    out = tmp_path / "asym.csv"
+    bench_asymmetry.main([*base, "--out", str(out)])
+    rows = _read(out)
+    assert list(rows[0])[: len(FIG1_COLUMNS)] == FIG1_COLUMNS
+    assert [int(r["rollouts"]) for r in rows] == [2, 32]
+    for r in rows:
+        assert int(r["gen_tokens"]) == int(r["rollouts"]) * 16
+        assert float(r["step_time_s"]) == pytest.approx(float(r["gen_time_s"]) + float(r["update_time_s"]))
+        assert float(r["per_token_gen_ms"]) == pytest.approx(1e3 * float(r["gen_time_s"]) / int(r["gen_tokens"]))
+        assert r["update_oom"] == "False"
+        assert r["update_chunk"] == r["rollouts"]
+    # A limit between the predicted peaks of 2 and 32 rows: R = 32 must be marked OOM and run as GA.
+    est = [float(r["est_update_peak_mb"]) for r in rows]
+    assert est[0] < est[1]
+    out2 = tmp_path / "asym_oom.csv"
+    bench_asymmetry.main([*base, "--mem-limit-mb", str((est[0] + est[1]) / 2), "--out", str(out2)])
+    rows2 = _read(out2)
+    assert [r["update_oom"] for r in rows2] == ["False", "True"]
+    assert 2 <= int(rows2[1]["update_chunk"]) < 32
+
+
+# ----------------------------------------------------------------------------- cost_model
+
+
+def _synthetic_csv(path: Path, p: cost_model.CostParams, Rs: list[int], chunk_cap: int | None = None) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*FIG1_COLUMNS, "update_chunk", "model"])
+        w.writeheader()
+        for R in Rs:
+            chunk = min(R, chunk_cap or R)
+            gen = p.g0 + p.g1 * R
+            upd = p.u0 * math.ceil(R / chunk) + p.u1 * R
+            w.writerow({"rollouts": R, "step_time_s": gen + upd, "gen_time_s": gen, "update_time_s": upd,
+                        "gen_tokens": R * 10, "per_token_gen_ms": 100 * gen / R, "update_oom": chunk < R,
+                        "update_chunk": chunk, "model": "synthetic"})  # fmt: skip
+
+
+def test_cost_model_recovers_known_parameters(tmp_path):
+    truth = cost_model.CostParams(g0=1.5, g1=0.02, u0=0.3, u1=0.11)
+    path = tmp_path / "syn.csv"
+    _synthetic_csv(path, truth, [8, 16, 32, 64, 128, 256], chunk_cap=32)  # GA rows separate u0 from u1
+    fitted = cost_model.fit(cost_model.read_rows(path))
+    for k in ("g0", "g1", "u0", "u1"):
+        assert getattr(fitted, k) == pytest.approx(getattr(truth, k), rel=1e-6)
+    text, rows = cost_model.main([str(path), "--m", "16", "--out", str(tmp_path / "cm.csv")])
+    assert (tmp_path / "cm.txt").read_text().strip() == text
+    q = {r["quantity"]: r["value"] for r in rows if r["source"] == "synthetic"}
+    assert q["pods_s@m=16,r=4"] == pytest.approx(1.5 + 0.02 * 64 + 0.3 + 0.11 * 16)
+    assert q["ga_s@m=16,r=4"] == pytest.approx(1.5 + 0.02 * 64 + 4 * 0.3 + 0.11 * 64)
+
+
+def test_cost_model_keeps_coefficients_nonnegative(tmp_path):
+    path = tmp_path / "neg.csv"
+    _synthetic_csv(path, cost_model.CostParams(g0=0.0, g1=0.05, u0=0.0, u1=0.1), [8, 16, 32])
+    rows = cost_model.read_rows(path)
+    rows[0]["gen_time_s"] = str(float(rows[0]["gen_time_s"]) * 0.5)  # pulls the OLS intercept below 0
+    p = cost_model.fit(rows)
+    assert min(p.g0, p.g1, p.u0, p.u1) >= 0.0
+
+
+def test_breakeven_condition_matches_step_time_ratio():
+    """kappa > (r - S)/(S - 1)  <=>  S > t_PODS / t_GRPO, for random parameters."""
+    rng = random.Random(0)
+    for _ in range(500):
+        p = cost_model.CostParams(*(rng.uniform(0.0, 2.0) * 10 ** rng.uniform(-3, 0) for _ in range(4)))
+        if p.g1 == 0:
+            continue
+        m, r, S = rng.choice([2, 4, 16]), rng.choice([2, 4, 8]), rng.uniform(1.01, 5.0)
+        q = cost_model.predict(p, m, r)
+        if abs(q["pods_over_grpo"] - S) > 1e-9:
+            assert (q["kappa"] > cost_model.kappa_threshold(S, r)) == (S > q["pods_over_grpo"])
+
+
+def test_paper_inversion_reproduces_paper_step_times():
+    inv = {d["setting"]: d for d in cost_model.invert_paper()}
+    for s, v in cost_model.PAPER_GLOBAL.items():
+        G, U = inv[s]["gen_round_s"], inv[s]["update_per_microbatch_s"]
+        assert G + 4 * U == pytest.approx(v["pods"])
+        assert G + 16 * U == pytest.approx(v["ga"])
+    a = inv["a"]  # a least-squares fit: close to, not equal to, the eight sweep values
+    assert a["pred_pods_64_16"] == pytest.approx(10.08, abs=0.5)
+    assert a["g1_s"] > 0
+    assert a["u1_s"] > 0
+
+
+def test_cost_model_bad_input(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("rollouts,foo\n8,1\n")
+    with pytest.raises(ValueError, match="bench_asymmetry"):
+        cost_model.read_rows(bad)
+    one = tmp_path / "one.csv"
+    _synthetic_csv(one, cost_model.CostParams(1, 1, 1, 1), [8])
+    with pytest.raises(ValueError, match="two different rollout counts"):
+        cost_model.fit(cost_model.read_rows(one))
+
+
+@pytest.mark.parametrize("mod", [bench_memory, bench_asymmetry, cost_model])
+def test_help(mod, capsys):
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--help"])
+    assert e.value.code == 0
+    assert "usage" in capsys.readouterr().out
