@@ -83,15 +83,6 @@ def _print_config(cfg, header: str) -> None:
     print(f"# run_dir: {resolve_run_dir(cfg)}")
 
 
-def set_cpu_threads(cfg) -> None:
-    """Pin torch's CPU thread pool (hardware.threads; default 1) unless the run uses CUDA."""
-    import torch
-
-    if cfg.hardware.device == "cuda" or (cfg.hardware.device == "auto" and torch.cuda.is_available()):
-        return
-    torch.set_num_threads(cfg.hardware.threads or 1)
-
-
 def _cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides, check_machine=not args.dry_run)
     if args.dry_run:
@@ -99,7 +90,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         return EXIT_OK
     from pods.trainer import train  # heavy (torch, transformers, TRL): only after validation
 
-    set_cpu_threads(cfg)
     run_dir = train(cfg)
     print(run_dir)
     return EXIT_OK
@@ -129,7 +119,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     validate(cfg)
     from pods.trainer import evaluate
 
-    set_cpu_threads(cfg)
     try:
         result = evaluate(run_dir, args.overrides)
     except FileNotFoundError as e:  # e.g. the run has not finished: no final policy yet

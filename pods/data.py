@@ -21,7 +21,7 @@ Tasks (the default source of each split; every split also reads a local JSON-lin
 | gsm8k_platinum | none (evaluation only) | hub `madrylab/gsm8k-platinum` (main, test) | full answer text with `#### N` |
 | arith | generated: 2-digit `a+b` / `a-b` (a >= b), all problems not in test | 500 fixed problems | integer string |
 | arith_hard | generated: 3-digit `a+b` / `a-b` (a >= b), 20,000 by default | 500 fixed problems | integer string |
-| arith_mc | generated: `arith` problems as 4-option multiple choice | 500 fixed problems | letter A-D |
+| arith_mc | generated: `arith` problems with value >= 30 as 4-option multiple choice over decades | 500 fixed problems | letter A-D |
 
 Expected fields of a local JSON-lines file (one object per line):
   gsm8k, gsm8k_platinum: `question`, `answer` (the GSM8K answer text with `#### N`, or a bare number).
@@ -46,7 +46,9 @@ Synthetic completions use the paper's format with a digit-wise scratchpad, e.g. 
     </answer>
 
 (each line is one column from the units up: digit + digit + carry; subtraction writes the borrowed
-digit as `13-7-0=6` and passes a borrow of 1 to the next column).
+digit as `13-7-0=6` and passes a borrow of 1 to the next column). arith_mc asks which of four
+consecutive decades holds the value (`47+38=` / `A 60-69` / `B 70-79` / `C 80-89` / `D 90-99`); its
+working adds the value and the option index as a digit subtraction (`85`, `8-6=2`), answer `C`.
 
 Run `python -m pods.data TASK SPLIT [N]` to print N records.
 
@@ -65,7 +67,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -101,6 +102,9 @@ SPLITS = ("train", "test")
 SYNTHETIC_TASKS = ("arith", "arith_hard", "arith_mc")
 TASKS = ("gsm8k", "math", "chemistry", "gsm8k_platinum", *SYNTHETIC_TASKS)
 
+# Version of the synthetic generators: bump it whenever the generated problems, prompts or solutions
+# change, so that cached tiny models warm-started on the old data are rebuilt (pods.models.ensure_tiny).
+SYNTHETIC_VERSION = 1
 # Synthetic tasks: the test set is a fixed sample drawn with its own seed, never the run seed.
 SYNTH_TEST_SIZE = 500
 SYNTH_TEST_SEED = 1234
@@ -147,15 +151,24 @@ def _scratchpad(a: int, op: str, b: int) -> list[str]:
     return lines
 
 
-def _arith_completion(a: int, op: str, b: int, tail: str | None = None) -> str:
-    """Gold completion in the paper's format; `tail` replaces the answer (used by arith_mc)."""
+def _arith_completion(a: int, op: str, b: int, first_decade: int | None = None) -> str:
+    """Gold completion in the paper's format; with `first_decade` (arith_mc) the answer is a letter.
+
+    arith_mc writes the value, then which option holds it as a digit subtraction on the tens,
+    e.g. value 85 with options starting at 60-69: `8-6=2`, so the answer is the third letter, C.
+    """
     value = a + b if op == "+" else a - b
     think = _scratchpad(a, op, b)
     answer = str(value)
-    if tail is not None:
-        think.append(f"{value}={tail}")
-        answer = tail
+    if first_decade is not None:
+        k = value // 10 - first_decade
+        think += [str(value), f"{value // 10}-{first_decade}={k}"]
+        answer = LETTERS[k]
     return "<think>\n" + "\n".join(think) + "\n</think>\n<answer>\n" + answer + "\n</answer>"
+
+
+def _answer_of(solution: str) -> str:
+    return solution.rsplit("<answer>\n", 1)[1].split("\n", 1)[0]
 
 
 def _all_problems(digits: int) -> list[tuple[int, str, int]]:
@@ -174,26 +187,29 @@ def _random_problem(rng: random.Random, digits: int) -> tuple[int, str, int]:
     return a, op, b
 
 
-def _mc_options(a: int, op: str, b: int, rng: random.Random) -> tuple[list[int], str]:
-    """Four distinct non-negative options (the value plus near misses) and the gold letter."""
-    value = a + b if op == "+" else a - b
-    # Near misses that a wrong carry/borrow or a slipped digit would produce.
-    cands = [value + d for d in (1, -1, 10, -10, 2, -2, 11, -11, 9, -9, 100)]
-    cands = [c for c in dict.fromkeys(cands) if c >= 0 and c != value]
-    options = rng.sample(cands, 3) + [value]
-    rng.shuffle(options)
-    return options, LETTERS[options.index(value)]
+def _mc_first_decade(a: int, op: str, b: int, rng: random.Random) -> int:
+    """First of four consecutive decade options (e.g. 60-69 .. 90-99), the value's one uniform among them.
+
+    Why ranges and not four numbers: picking the option equal to a computed number is a content
+    lookup across lines that our tiny models did not learn at all (options of near-miss numbers, with
+    the letter after a `value=letter` line or after per-option Y/N checks: chance accuracy after
+    450-1100 SFT steps; a bare lookup task stayed at loss ln 4 for 900 steps at three learning rates).
+    With ranges the letter follows from the value by one digit subtraction, which they do learn.
+    """
+    tens = (a + b if op == "+" else a - b) // 10
+    return tens - rng.randint(0, 3)
 
 
 def _synthetic_record(task: str, a: int, op: str, b: int, rng: random.Random) -> dict:
     expr = f"{a}{op}{b}="
     if task == "arith_mc":
-        options, gold = _mc_options(a, op, b, rng)
-        question = expr + "".join(f"\n{L} {v}" for L, v in zip(LETTERS, options, strict=True))
+        first = _mc_first_decade(a, op, b, rng)
+        question = expr + "".join(f"\n{L} {10 * (first + i)}-{10 * (first + i) + 9}" for i, L in enumerate(LETTERS))
+        solution = _arith_completion(a, op, b, first_decade=first)
         return {
             "question": question,
-            "answer": gold,
-            "solution": _arith_completion(a, op, b, tail=gold),
+            "answer": _answer_of(solution),
+            "solution": solution,
             "id": f"{task}:{a}{op}{b}",
         }
     return {
@@ -210,6 +226,10 @@ def synthetic_problems(task: str, split: str, seed: int = 0) -> list[tuple[int, 
     test_rng = random.Random(SYNTH_TEST_SEED + digits)
     if digits == 2:
         universe = _all_problems(2)
+        if task == "arith_mc":
+            # Values below 30 cannot sit in the 3rd/4th of four decades from 0: dropping them keeps
+            # the gold letters uniform (otherwise "always A" would score 34%, not 25%).
+            universe = [(a, op, b) for a, op, b in universe if (a + b if op == "+" else a - b) >= 30]
         test = test_rng.sample(universe, SYNTH_TEST_SIZE)
     else:
         test_set: dict[tuple[int, str, int], None] = {}
@@ -221,7 +241,7 @@ def synthetic_problems(task: str, split: str, seed: int = 0) -> list[tuple[int, 
     banned = set(test)
     rng = random.Random(seed)
     if digits == 2:
-        # Every 2-digit problem not in test (12,195 - 500), in a seed-dependent order.
+        # Every 2-digit problem not in test (12,195 - 500 for arith), in a seed-dependent order.
         train = [p for p in universe if p not in banned]
         rng.shuffle(train)
     else:

@@ -1,0 +1,294 @@
+"""Run-directory logging: ``config.json``, ``metrics.jsonl``, ``eval.jsonl``, ``summary.json``.
+
+One :class:`RunLogger` writes every file of a run directory the same way for every run (the schema
+is in docs/DESIGN.md, "Run directory"); analysis reads only these files, never stdout.
+
+- ``config.json``: the resolved config plus ``meta`` (package versions, git commit, start time,
+  host), written atomically once when the run starts.
+- ``metrics.jsonl`` / ``eval.jsonl``: append-only, one JSON object per line, each line written with
+  a single ``write`` call and flushed, so a SIGKILL leaves at most one partial trailing line.
+  Resuming truncates both files back to the byte offsets recorded with the checkpoint
+  (:meth:`RunLogger.offsets` / :meth:`RunLogger.truncate`), so re-run steps never duplicate lines.
+- ``summary.json``: written last, atomically (temp file + ``os.replace``); its presence means the
+  run finished and must not be rerun.
+
+Non-finite floats (NaN, inf) are written as ``null``: JSON has no NaN, and ``json.dumps`` would
+otherwise emit the invalid token ``NaN``.
+
+Usage::
+
+    log = RunLogger(run_dir)
+    log.write_config(to_dict(cfg), run_meta())
+    log.log_metrics({"step": 1, "time_s": 3.2, ...})
+    log.write_summary({...})
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RunLogger",
+    "atomic_write_json",
+    "git_commit",
+    "jsonable",
+    "package_versions",
+    "peak_memory_mb",
+    "read_jsonl",
+    "run_meta",
+]
+
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
+EVAL = "eval.jsonl"
+SUMMARY = "summary.json"
+
+# Packages whose versions change results; recorded in config.json["meta"]["packages"].
+_PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify", "vllm", "deepspeed")
+
+
+def jsonable(obj: Any) -> Any:
+    """A copy of ``obj`` that ``json.dumps`` writes as strict JSON (NaN/inf -> None, tensors -> numbers)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 0) == 0:  # torch / numpy scalar
+        return jsonable(obj.item())
+    if hasattr(obj, "tolist"):
+        return jsonable(obj.tolist())
+    raise TypeError(f"cannot write {type(obj).__name__} to a JSON log; convert it to a number, string or list")
+
+
+def _dumps(obj: Any, **kw: Any) -> str:
+    return json.dumps(jsonable(obj), allow_nan=False, **kw)
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` so that readers see either the old file or the whole new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(_dumps(obj, indent=2, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_jsonl(path: str | os.PathLike, allow_partial_tail: bool = False) -> list[dict]:
+    """Parse a JSONL log. A malformed line raises ``ValueError`` naming the file and line number.
+
+    ``allow_partial_tail=True`` tolerates an unterminated last line (a run killed mid-write), which
+    resuming truncates away.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text()
+    lines = text.split("\n")
+    tail_partial = not text.endswith("\n") and text != ""
+    rows = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if allow_partial_tail and tail_partial and i == len(lines):
+                break
+            raise ValueError(f"{path}:{i}: not a JSON line ({e}); the run may have been killed mid-write") from e
+    return rows
+
+
+def git_commit(repo: str | os.PathLike | None = None) -> dict[str, Any]:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the repository holding this package."""
+    repo = Path(repo) if repo is not None else Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+        return {"commit": sha, "dirty": bool(status.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}  # not a git checkout (e.g. an installed wheel) or no commits yet
+
+
+def package_versions(names: Iterable[str] = _PACKAGES) -> dict[str, str | None]:
+    """Installed versions of the packages that change results (None where not installed)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    try:
+        import pods
+
+        out["pods"] = pods.__version__
+    except (ImportError, AttributeError):
+        out["pods"] = None
+    return out
+
+
+def run_meta(num_processes: int = 1) -> dict[str, Any]:
+    """The ``meta`` block of config.json: versions, git commit, start time, host, device."""
+    device = "cpu"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            device = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    return {
+        "packages": package_versions(),
+        "git": git_commit(),
+        "start_time": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "device": device,
+        "num_processes": num_processes,
+        "argv": sys.argv,
+    }
+
+
+def peak_memory_mb(cuda: bool) -> float:
+    """Peak memory in MiB: CUDA ``max_memory_allocated`` (since the last reset) or the CPU peak RSS.
+
+    The CPU figure is the process's lifetime peak resident set (``ru_maxrss``), so it never decreases.
+    """
+    if cuda:
+        import torch
+
+        return torch.cuda.max_memory_allocated() / 2**20
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10
+
+
+class RunLogger:
+    """Writes the logs of one run directory. ``enabled=False`` (non-main processes) makes writes no-ops."""
+
+    def __init__(self, run_dir: str | os.PathLike, enabled: bool = True):
+        self.run_dir = Path(run_dir)
+        self.enabled = enabled
+        if enabled:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    # -- paths -----------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.run_dir / CONFIG
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.run_dir / METRICS
+
+    @property
+    def eval_path(self) -> Path:
+        return self.run_dir / EVAL
+
+    @property
+    def summary_path(self) -> Path:
+        return self.run_dir / SUMMARY
+
+    @property
+    def finished(self) -> bool:
+        """True when summary.json exists: the run completed and must not be rerun."""
+        return self.summary_path.exists()
+
+    # -- writing ---------------------------------------------------------------------------
+    def write_config(self, config: dict, meta: dict | None = None) -> None:
+        if self.enabled:
+            atomic_write_json(self.config_path, {**config, "meta": meta or {}})
+
+    def read_config(self) -> dict | None:
+        if not self.config_path.exists():
+            return None
+        return json.loads(self.config_path.read_text())
+
+    def _append(self, path: Path, row: dict) -> None:
+        if not self.enabled:
+            return
+        line = _dumps(row, sort_keys=False) + "\n"
+        # One write() per line: a SIGKILL can cut a line short but never interleave two.
+        with open(path, "a") as f:
+            f.write(line)
+            f.flush()
+
+    def log_metrics(self, row: dict) -> None:
+        """Append one optimizer step to metrics.jsonl."""
+        self._append(self.metrics_path, row)
+
+    def log_eval(self, row: dict) -> None:
+        """Append one evaluation (one dataset at one point of training time) to eval.jsonl."""
+        self._append(self.eval_path, row)
+
+    def write_summary(self, summary: dict) -> None:
+        """Write summary.json atomically; call it last."""
+        if self.enabled:
+            atomic_write_json(self.summary_path, summary)
+
+    # -- resume ----------------------------------------------------------------------------
+    def offsets(self) -> dict[str, int]:
+        """Byte sizes of the JSONL logs, stored with a checkpoint so that resume can cut back to them."""
+        return {
+            name: (self.run_dir / name).stat().st_size if (self.run_dir / name).exists() else 0
+            for name in (METRICS, EVAL)
+        }
+
+    def truncate(self, offsets: dict[str, int] | None = None) -> None:
+        """Cut metrics.jsonl / eval.jsonl back to ``offsets`` (None: empty them), dropping re-run lines."""
+        if not self.enabled:
+            return
+        for name in (METRICS, EVAL):
+            path = self.run_dir / name
+            size = 0 if offsets is None else int(offsets.get(name, 0))
+            if not path.exists():
+                if size:
+                    raise FileNotFoundError(f"{path} is missing but the checkpoint expects {size} bytes of it")
+                continue
+            if path.stat().st_size < size:
+                raise ValueError(
+                    f"{path} has {path.stat().st_size} bytes but the checkpoint recorded {size}: the log was "
+                    "edited or replaced after the checkpoint; delete the run directory to start over"
+                )
+            with open(path, "r+") as f:
+                f.truncate(size)
+
+    def metrics(self) -> list[dict]:
+        return read_jsonl(self.metrics_path)
+
+    def evals(self) -> list[dict]:
+        return read_jsonl(self.eval_path)

