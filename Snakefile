@@ -6,9 +6,20 @@
 #
 # Runs are declared once in config/runs.tsv; config/config.yaml holds profiles, seeds and budgets.
 # How to run a single experiment, use a cluster, and build the report: docs/workflow.md.
+import os
+import sys
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+envvars:
+    "PATH",
+
+
+# Rules run `python -m pods ...`: make that the interpreter Snakemake itself runs under (the project's
+# .venv when started as .venv/bin/snakemake), whether or not the environment was activated.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 
 configfile: "config/config.yaml"

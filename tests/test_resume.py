@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from pods.runlog import read_jsonl
 from pods.trainer import STATE_FILE, train
@@ -169,3 +170,23 @@ def test_logger_truncates_to_checkpoint_offsets(tmp_path):
         read_jsonl(log.metrics_path)
     log.truncate(offsets)
     assert read_jsonl(log.metrics_path) == [{"step": 1, "x": None}]  # NaN is written as null
+
+
+def test_killed_after_the_last_checkpoint_only_writes_the_summary(tiny_cfg, tmp_path):
+    """A kill between the stop step's checkpoint and summary.json: the restart trains no further step."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    cfg = tiny_cfg(tmp_path / "run", "budget.max_steps=2", "eval.every_steps=2", "eval.max_examples=2")
+    run = train(cfg)
+    metrics, evals = (run / "metrics.jsonl").read_bytes(), (run / "eval.jsonl").read_bytes()
+    final = load_file(str(run / "final" / "model.safetensors"))
+    (run / "summary.json").unlink()
+    shutil.rmtree(run / "final")
+    assert train(cfg) == run
+    assert (run / "metrics.jsonl").read_bytes() == metrics
+    assert (run / "eval.jsonl").read_bytes() == evals
+    again = load_file(str(run / "final" / "model.safetensors"))
+    assert all(torch.equal(final[k], again[k]) for k in final)  # the checkpoint's weights, not the initial ones
+    assert (run / "summary.json").exists()
