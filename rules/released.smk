@@ -17,7 +17,7 @@ rule download_released:
     conda:
         "../envs/pods.yaml"
     shell:
-        "(mkdir -p {params.dest} && curl -fsSL {params.url:q}"
+        "(mkdir -p {params.dest} && curl -fsSL --connect-timeout 30 --max-time 900 {params.url:q}"
         " | tar -xz -C {params.dest} --strip-components=1 --no-wildcards-match-slash --wildcards '*/results/*')"
         " > {log} 2>&1"
 
