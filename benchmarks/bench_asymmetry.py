@@ -51,8 +51,10 @@ from bench_memory import (  # noqa: E402
     accumulate_grads,
     load_model,
     make_optimizer,
+    model_parser,
     peak_mb_of,
     policy_update,
+    resolve_device,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -269,15 +271,7 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[1:]),
-    )
-    ap.add_argument("--model", default="tiny:llama-arith", help='"tiny:<name>", "smol", a hub id or a local path')
-    ap.add_argument(
-        "--lora-rank", type=int, default=0, help="LoRA rank (alpha = rank, all linear layers); 0 = full parameters"
-    )
+    ap = model_parser(__doc__)
     ap.add_argument(
         "--rollouts", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512], help="R values (rollouts per step)"
     )
@@ -292,19 +286,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(default: half the available RAM on CPU, 90%% of free GPU memory on CUDA)",
     )
     ap.add_argument("--repeats", type=int, default=1, help="timings per R (median reported)")
-    ap.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    ap.add_argument(
-        "--dtype", default=None, help="float32 | bfloat16 | float16 (default: float32 on CPU, bfloat16 on CUDA)"
-    )
-    ap.add_argument("--grad-ckpt", action="store_true", help="gradient checkpointing in the update")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="write the CSV here")
     args = ap.parse_args(argv)
-    if args.device == "auto":
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    if args.dtype is None:
-        args.dtype = "bfloat16" if args.device == "cuda" else "float32"
+    resolve_device(args)
     if min(args.rollouts) < 1 or args.repeats < 1 or min(args.prompt_len, args.completion_len) < 1:
         ap.error("--rollouts, --repeats, --prompt-len and --completion-len must all be >= 1")
     if args.mem_limit_mb is not None and args.mem_limit_mb <= 0:

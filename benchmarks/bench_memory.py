@@ -302,26 +302,40 @@ def measure_arm(args: argparse.Namespace, arm: str, model=None) -> dict:
 # ----------------------------------------------------------------------------- driver
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def model_parser(doc: str) -> argparse.ArgumentParser:
+    """The CLI header shared by the benchmarks: which model, how it is trained, where it runs."""
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
+        description=doc.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[1:]),
+        epilog="\n".join(doc.splitlines()[1:]),
     )
     ap.add_argument("--model", default="tiny:llama-arith", help='"tiny:<name>", "smol", a hub id or a local path')
     ap.add_argument(
         "--lora-rank", type=int, default=0, help="LoRA rank (alpha = rank, all linear layers); 0 = full parameters"
     )
+    ap.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    ap.add_argument(
+        "--dtype", default=None, help="float32 | bfloat16 | float16 (default: float32 on CPU, bfloat16 on CUDA)"
+    )
+    ap.add_argument("--grad-ckpt", action="store_true", help="gradient checkpointing in the update")
+    return ap
+
+
+def resolve_device(args: argparse.Namespace) -> None:
+    """Fill in --device auto and the default --dtype for that device."""
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.dtype is None:
+        args.dtype = "bfloat16" if args.device == "cuda" else "float32"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = model_parser(__doc__)
     ap.add_argument("--n", type=int, default=64, help="rollouts generated per prompt (paper setting (a): 64)")
     ap.add_argument("--m", type=int, default=16, help="rollouts kept / rows per micro-batch (paper: 16)")
     ap.add_argument("--prompt-len", type=int, default=64, help="prompt tokens")
     ap.add_argument("--completion-len", type=int, default=128, help="completion tokens (all rows full length)")
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
-    ap.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    ap.add_argument(
-        "--dtype", default=None, help="float32 | bfloat16 | float16 (default: float32 on CPU, bfloat16 on CUDA)"
-    )
-    ap.add_argument("--grad-ckpt", action="store_true", help="gradient checkpointing")
     ap.add_argument(
         "--no-alloc-stats", dest="alloc_stats", action="store_false", help="CPU: skip the profiled allocator run"
     )
@@ -335,10 +349,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=None, help="write the table as CSV here")
     ap.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.device == "auto":
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    if args.dtype is None:
-        args.dtype = "bfloat16" if args.device == "cuda" else "float32"
+    resolve_device(args)
     if not 1 <= args.m <= args.n:
         ap.error(f"need 1 <= m <= n, got n={args.n}, m={args.m}")
     if args.n % args.m:

@@ -68,11 +68,11 @@ def main(argv: list[str] | None = None) -> None:
             m = n // 4
             levels = torch.tensor([0.0, 0.25, 1.0, 1.2])
             r_P_N = levels[torch.randint(0, 4, (P, n), generator=g)]
-            t = time_call(lambda: select(r_P_N, m), args.repeats)
+            t = time_call(lambda r=r_P_N, k=m: select(r, k), args.repeats)
             growth = f"{t / prev:10.2f}" if prev else f"{'':>10}"
             est_ref = ref_prev * 4 if ref_prev else 0.0  # the reference is ~quadratic in m
             if est_ref <= args.ref_budget:
-                ref = time_call(lambda: reference_max_variance(r_P_N, m), max(1, min(args.repeats, 3)))
+                ref = time_call(lambda r=r_P_N, k=m: reference_max_variance(r, k), max(1, min(args.repeats, 3)))
                 ref_s, ratio_s = f"{ref * 1e3:12.2f}", f"{ref / t:10.1f}"
                 ref_prev = ref
             else:
