@@ -1144,6 +1144,19 @@ def pin_cpu_threads(cfg: Any, use_cuda: bool) -> None:
         torch.set_num_threads(getattr(cfg.hardware, "threads", None) or 1)
 
 
+def pods_trainer_kwargs(cfg: Any, max_steps: int, scheduler_steps: int | None) -> dict[str, Any]:
+    """The PODS arguments of :class:`PODSGRPOTrainer`, read from a ``TrainConfig``."""
+    return {
+        "pods_m": cfg.rollout.m,
+        "pods_rule": cfg.rollout.rule,
+        "pods_normalize": cfg.rollout.normalize,
+        "pods_grad_accum": cfg.optim.grad_accum,
+        "pods_seed": cfg.seed,
+        "pods_max_steps": max_steps,
+        "pods_scheduler_steps": scheduler_steps,
+    }
+
+
 def train(cfg: Any) -> Path:
     """Train one run described by ``cfg`` (a ``pods.config.TrainConfig``); returns its run directory.
 
@@ -1234,13 +1247,7 @@ def train(cfg: Any) -> Path:
         train_dataset=_train_dataset(train_records),
         processing_class=tokenizer,
         callbacks=[controller],
-        pods_m=cfg.rollout.m,
-        pods_rule=cfg.rollout.rule,
-        pods_normalize=cfg.rollout.normalize,
-        pods_grad_accum=cfg.optim.grad_accum,
-        pods_seed=cfg.seed,
-        pods_max_steps=max_steps,
-        pods_scheduler_steps=scheduler_steps,
+        **pods_trainer_kwargs(cfg, max_steps, scheduler_steps),
     )
     controller.trainer = trainer
     from transformers.trainer_callback import PrinterCallback, ProgressCallback

@@ -154,7 +154,7 @@ def make_trainer(tiny_cfg, tmp_path):
     (same GRPOConfig), but with any reward functions, for driving single steps by hand."""
     from pods.data import load_task
     from pods.models import load_policy
-    from pods.trainer import PODSGRPOTrainer, _step_plan, _train_dataset, build_grpo_config
+    from pods.trainer import PODSGRPOTrainer, _step_plan, _train_dataset, build_grpo_config, pods_trainer_kwargs
 
     def make(reward_funcs, *overrides: str, grpo_kwargs: dict | None = None):
         cfg = tiny_cfg(tmp_path / "run", *overrides)
@@ -170,13 +170,7 @@ def make_trainer(tiny_cfg, tmp_path):
             args=args,
             train_dataset=_train_dataset(records),
             processing_class=tok,
-            pods_m=cfg.rollout.m,
-            pods_rule=cfg.rollout.rule,
-            pods_normalize=cfg.rollout.normalize,
-            pods_grad_accum=cfg.optim.grad_accum,
-            pods_seed=cfg.seed,
-            pods_max_steps=max_steps,
-            pods_scheduler_steps=sched,
+            **pods_trainer_kwargs(cfg, max_steps, sched),
         )
         return trainer, cfg
 
