@@ -88,7 +88,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.dry_run:
         _print_config(cfg, f"resolved from {args.config} (dry run: machine checks skipped; nothing trained)")
         return EXIT_OK
-    from pods.trainer import train  # heavy (torch, transformers, TRL): only after validation
+    from pods.run import train  # heavy (torch, transformers, TRL): only after validation
 
     run_dir = train(cfg)
     print(run_dir)
@@ -117,7 +117,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     # Check the overrides (and that this machine can run the result) before loading any model.
     cfg = apply_overrides(from_dict(raw), args.overrides)
     validate(cfg)
-    from pods.trainer import evaluate
+    from pods.evaluation import evaluate  # loads models, not TRL
 
     try:
         result = evaluate(run_dir, args.overrides)

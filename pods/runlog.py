@@ -11,6 +11,8 @@ is in docs/DESIGN.md, "Run directory"); analysis reads only these files, never s
   (:meth:`RunLogger.offsets` / :meth:`RunLogger.truncate`), so re-run steps never duplicate lines.
 - ``summary.json``: written last, atomically (temp file + ``os.replace``); its presence means the
   run finished and must not be rerun.
+- ``checkpoints/checkpoint-{step}/``: HF Trainer checkpoints; ``pods_state.json`` (:data:`STATE_FILE`)
+  is written last into each and marks it complete (:func:`latest_checkpoint`, :func:`prune_checkpoints`).
 
 Non-finite floats (NaN, inf) are written as ``null``: JSON has no NaN, and ``json.dumps`` would
 otherwise emit the invalid token ``NaN``.
@@ -31,7 +33,9 @@ import json
 import math
 import os
 import platform
+import re
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -45,7 +49,9 @@ __all__ = [
     "atomic_write_json",
     "git_commit",
     "jsonable",
+    "latest_checkpoint",
     "package_versions",
+    "prune_checkpoints",
     "peak_memory_mb",
     "read_jsonl",
     "run_meta",
@@ -55,6 +61,9 @@ CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 EVAL = "eval.jsonl"
 SUMMARY = "summary.json"
+POSTHOC_EVAL = "posthoc_eval.jsonl"
+STATE_FILE = "pods_state.json"  # written last into each checkpoint directory; marks it complete
+CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
 
 # Packages whose versions change results; recorded in config.json["meta"]["packages"].
 _PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify", "vllm", "deepspeed")
@@ -255,6 +264,10 @@ class RunLogger:
         """Append one evaluation (one dataset at one point of training time) to eval.jsonl."""
         self._append(self.eval_path, row)
 
+    def log_posthoc_eval(self, row: dict) -> None:
+        """Append one post-hoc evaluation (``pods eval``) to posthoc_eval.jsonl."""
+        self._append(self.run_dir / POSTHOC_EVAL, row)
+
     def write_summary(self, summary: dict) -> None:
         """Write summary.json atomically; call it last."""
         if self.enabled:
@@ -292,3 +305,35 @@ class RunLogger:
 
     def evals(self) -> list[dict]:
         return read_jsonl(self.eval_path)
+
+
+# ------------------------------------------------------------------------------------------------
+# Checkpoints of a run directory
+# ------------------------------------------------------------------------------------------------
+def latest_checkpoint(ckpt_root: str | os.PathLike) -> tuple[Path | None, dict | None]:
+    """The newest *complete* checkpoint under ``ckpt_root`` (one holding pods_state.json) and its state."""
+    root = Path(ckpt_root)
+    if not root.is_dir():
+        return None, None
+    found = []
+    for d in root.iterdir():
+        mt = CKPT_RE.match(d.name)
+        if mt and d.is_dir() and (d / STATE_FILE).exists():
+            try:
+                found.append((int(mt.group(1)), d, json.loads((d / STATE_FILE).read_text())))
+            except (json.JSONDecodeError, OSError):
+                continue
+    if not found:
+        return None, None
+    _, path, state = max(found, key=lambda t: t[0])
+    return path, state
+
+
+def prune_checkpoints(ckpt_root: str | os.PathLike, keep: Path | None) -> None:
+    """Delete every checkpoint directory except ``keep`` (incomplete ones included)."""
+    root = Path(ckpt_root)
+    if not root.is_dir():
+        return
+    for d in root.iterdir():
+        if d.is_dir() and CKPT_RE.match(d.name) and (keep is None or d.resolve() != keep.resolve()):
+            shutil.rmtree(d, ignore_errors=True)

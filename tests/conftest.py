@@ -150,17 +150,17 @@ def tiny_cfg(tiny_overrides):
 @pytest.fixture
 def make_trainer(tiny_cfg, tmp_path):
     """``make_trainer(reward_funcs, *overrides, grpo_kwargs={}) -> (trainer, cfg)``: a PODSGRPOTrainer on
-    the test policy and the arith training prompts, built exactly as ``pods.trainer.train`` builds it
+    the test policy and the arith training prompts, built exactly as ``pods.run.train`` builds it
     (same GRPOConfig), but with any reward functions, for driving single steps by hand."""
     from pods.data import load_task
     from pods.models import load_policy
-    from pods.trainer import PODSGRPOTrainer, _step_plan, _train_dataset, build_grpo_config, pods_trainer_kwargs
+    from pods.trainer import PODSGRPOTrainer, build_grpo_config, pods_trainer_kwargs, records_to_dataset, step_plan
 
     def make(reward_funcs, *overrides: str, grpo_kwargs: dict | None = None):
         cfg = tiny_cfg(tmp_path / "run", *overrides)
         model, tok = load_policy(cfg.policy.model, dtype="float32", device="cpu", lora=cfg.policy.lora)
         records = load_task("arith", "train", prompt_style="plain", seed=cfg.seed)[:64]
-        max_steps, sched = _step_plan(cfg, len(records))
+        max_steps, sched = step_plan(cfg, len(records))
         args = build_grpo_config(cfg, tmp_path / "ckpt", 1, False, max_steps)
         for key, val in (grpo_kwargs or {}).items():  # e.g. generation_kwargs, read at trainer init
             setattr(args, key, val)
@@ -168,7 +168,7 @@ def make_trainer(tiny_cfg, tmp_path):
             model=model,
             reward_funcs=reward_funcs,
             args=args,
-            train_dataset=_train_dataset(records),
+            train_dataset=records_to_dataset(records),
             processing_class=tok,
             **pods_trainer_kwargs(cfg, max_steps, sched),
         )

@@ -132,7 +132,7 @@ def test_bad_usage_exits_2(tmp_path):
 @pytest.fixture
 def fake_trainer(monkeypatch):
     calls = {}
-    mod = types.ModuleType("pods.trainer")
+    run_mod, eval_mod = types.ModuleType("pods.run"), types.ModuleType("pods.evaluation")
 
     def train(cfg):
         calls["train"] = cfg
@@ -144,8 +144,9 @@ def fake_trainer(monkeypatch):
         calls["evaluate"] = (Path(run_dir), list(overrides))
         return {"arith": {"accuracy": 0.5}}
 
-    mod.train, mod.evaluate = train, evaluate
-    monkeypatch.setitem(sys.modules, "pods.trainer", mod)
+    run_mod.train, eval_mod.evaluate = train, evaluate
+    monkeypatch.setitem(sys.modules, "pods.run", run_mod)
+    monkeypatch.setitem(sys.modules, "pods.evaluation", eval_mod)
     return calls
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pods.run import train
 from pods.runlog import read_jsonl
-from pods.trainer import train
 
 TIMING = {"time_s", "gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "peak_mem_mb", "eval_time_s"}
 RUN = ("budget.max_steps=3", "eval.every_steps=3", "eval.max_examples=3", "checkpoint.every_steps=10")

@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 import torch
 
+import pods.evaluation as pe
 import pods.trainer as pt
+from pods.run import train
 from pods.runlog import read_jsonl
 from pods.selectors import select
 
@@ -55,8 +57,8 @@ def test_two_processes_select_like_one(tiny_overrides, tiny_cfg, tmp_path, monke
     one_dump, two_dump = tmp_path / "dump1", tmp_path / "dump2"
     # one process, in-process
     monkeypatch.setenv(pt.DEBUG_ENV, str(one_dump))
-    monkeypatch.setattr(pt, "EVAL_BATCH_ROWS", int(EVAL_ROWS))
-    one = pt.train(tiny_cfg(tmp_path / "one", *GA_RUN))
+    monkeypatch.setattr(pe, "EVAL_BATCH_ROWS", int(EVAL_ROWS))
+    one = train(tiny_cfg(tmp_path / "one", *GA_RUN))
     # two processes
     accel = shutil.which("accelerate") or str(Path(sys.executable).parent / "accelerate")
     env = {

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pods.runlog import read_jsonl
-from pods.trainer import STATE_FILE, train
+from pods.run import train
+from pods.runlog import STATE_FILE, read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 TIMING = {"time_s", "gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "peak_mem_mb", "eval_time_s"}
@@ -143,8 +143,7 @@ def test_sigkill_at_random_points_many_times(reference, tmp_path, seed):
 
 
 def test_latest_checkpoint_skips_incomplete_ones(tmp_path):
-    from pods.runlog import atomic_write_json
-    from pods.trainer import latest_checkpoint
+    from pods.runlog import atomic_write_json, latest_checkpoint
 
     root = tmp_path / "checkpoints"
     for step, complete in ((2, True), (4, True), (6, False)):  # 6: killed while saving

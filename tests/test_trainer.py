@@ -1,4 +1,4 @@
-"""pods.trainer: the PODS hook's pure helpers, numerical edge cases, generation, and a smoke run.
+"""pods.trainer, pods.evaluation, pods.run: the hook's pure helpers, numerical edge cases, generation, a smoke run.
 
 The edge cases (issue 6 item 3) drive real TRL steps on the small test policy with hand-made reward
 functions: all-equal rewards, a single distinct value, NaN / inf / None from a reward function,
@@ -14,18 +14,17 @@ import math
 import pytest
 import torch
 
+from pods.evaluation import HFGenerator, VLLMGenerator
+from pods.run import train
 from pods.runlog import read_jsonl
 from pods.trainer import (
-    HFGenerator,
+    EpochRepeatSampler,
     NonFiniteRewardError,
-    VLLMGenerator,
-    _EpochRepeatSampler,
-    _step_plan,
     build_grpo_config,
     check_finite_rewards,
     downsample_rows,
     local_kept_rows,
-    train,
+    step_plan,
 )
 
 METRIC_KEYS = {
@@ -92,7 +91,7 @@ def test_check_finite_rewards_names_the_function():
 
 
 def test_sampler_repeats_each_prompt_and_reshuffles_per_epoch():
-    s = _EpochRepeatSampler(
+    s = EpochRepeatSampler(
         list(range(5)),
         mini_repeat_count=3,
         batch_size=2,
@@ -114,7 +113,7 @@ def test_sampler_repeats_each_prompt_and_reshuffles_per_epoch():
 
 
 def test_step_plan():
-    class C:  # a minimal stand-in for the config sections _step_plan reads
+    class C:  # a minimal stand-in for the config sections step_plan reads
         class rollout:
             prompts_per_step = 2
 
@@ -125,13 +124,13 @@ def test_step_plan():
             scheduler = "constant"
             scheduler_steps = None
 
-    assert _step_plan(C, 100)[0] >= 10**6  # constant schedule: run until the time budget
+    assert step_plan(C, 100)[0] >= 10**6  # constant schedule: run until the time budget
     C.optim.scheduler = "cosine"
-    assert _step_plan(C, 100) == (50, 50)  # one epoch of prompts (the authors' (e) recipe)
+    assert step_plan(C, 100) == (50, 50)  # one epoch of prompts (the authors' (e) recipe)
     C.optim.scheduler_steps = 80
-    assert _step_plan(C, 100) == (80, 80)
+    assert step_plan(C, 100) == (80, 80)
     C.budget.max_steps = 30
-    assert _step_plan(C, 100) == (30, 80)
+    assert step_plan(C, 100) == (30, 80)
 
 
 def test_grpo_config_on_cpu(tiny_cfg, tmp_path):
@@ -321,7 +320,7 @@ def test_train_smoke_writes_complete_logs(tiny_cfg, tmp_path):
     final = load_file(str(run_dir / "final" / "model.safetensors"))
     assert any(not torch.equal(init[k], final[k]) for k in init if k in final)
     # post-hoc evaluation of the final policy (pods eval RUN_DIR)
-    from pods.trainer import evaluate
+    from pods.evaluation import evaluate
 
     res = evaluate(run_dir, ["eval.max_examples=2"])
     assert set(res) == {"arith"}
@@ -383,13 +382,13 @@ def test_time_grid_and_budget_semantics(tiny_cfg, tmp_path):
     import time
     from types import SimpleNamespace
 
+    from pods.run import RunController
     from pods.runlog import RunLogger
-    from pods.trainer import _RunController
 
     cfg = tiny_cfg(
         tmp_path, "budget.max_time_s=30", "budget.max_steps=null", "eval.every_steps=null", "eval.every_s=10"
     )
-    ctl = _RunController(cfg, RunLogger(tmp_path / "r"), [], None, use_cuda=False)
+    ctl = RunController(cfg, RunLogger(tmp_path / "r"), [], None, use_cuda=False)
     ctl.trainer = SimpleNamespace(pods_timing={}, accelerator=SimpleNamespace(num_processes=1))
     evals = []
     ctl.run_eval = lambda step, final=False, grid_index=None: evals.append((step, grid_index, final))

@@ -61,6 +61,52 @@ def test_check_trl_compat_names_the_moved_internal():
         check_trl_compat(Gone)
 
 
+@pytest.mark.parametrize(
+    ("moved", "message"),
+    [
+        ("_load_from_checkpoint", r"_load_from_checkpoint no longer exists"),
+        ("multi_objective_aggregation", r"no longer sets self\.multi_objective_aggregation"),
+        ("use_transformers_continuous_batching", r"no longer sets self\.use_transformers_continuous_batching"),
+        ("shuffle_dataset", r"no longer sets self\.shuffle_dataset"),
+        ("vllm_generation", r"no longer sets self\.vllm_generation"),
+        ("_last_loaded_step", r"no longer sets self\._last_loaded_step"),
+    ],
+)
+def test_check_trl_compat_guards_every_private_it_uses(moved, message, tmp_path, monkeypatch):
+    """Each TRL/HF private the PODS code reads or calls, moved: check_trl_compat names it."""
+    import importlib
+    import textwrap
+
+    if moved == "_load_from_checkpoint":
+        fake = type("NoLoad", (), {k: getattr(GRPOTrainer, k) for k in TRL_HOOKS})
+    else:  # a subclass whose __init__ is TRL's own source without that one assignment
+        src = textwrap.dedent(inspect.getsource(GRPOTrainer.__init__)).replace(f"self.{moved} =", "self.moved =")
+        assert f"self.{moved} =" not in src
+        body = textwrap.indent(src, "    ")
+        code = f"from __future__ import annotations\nfrom trl import GRPOTrainer\n\nclass Moved(GRPOTrainer):\n{body}"
+        name = f"moved_trl_{moved.strip('_')}"  # one module per case (imports are cached)
+        (tmp_path / f"{name}.py").write_text(code)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        fake = importlib.import_module(name).Moved
+    with pytest.raises(TRLCompatError, match=message):
+        check_trl_compat(fake)
+
+
+def test_check_trl_compat_guards_repeat_sampler_and_unwrap():
+    class OldSampler:
+        def __init__(self, data_source, mini_repeat_count, batch_size=1, shuffle=True, seed=None):
+            pass
+
+    with pytest.raises(TRLCompatError, match=r"RepeatSampler\.__init__ changed signature"):
+        check_trl_compat(sampler_cls=OldSampler)
+
+    def unwrap(model, accelerator):
+        pass
+
+    with pytest.raises(TRLCompatError, match=r"unwrap_model_for_generation lost parameters"):
+        check_trl_compat(unwrap=unwrap)
+
+
 def test_downsample_rejects_unknown_batch_keys():
     batch = {"completion_ids": torch.zeros(4, 3), "new_trl_field": torch.zeros(4)}
     with pytest.raises(TRLCompatError, match="new_trl_field"):

@@ -1,0 +1,438 @@
+"""One training run: its directory, the model and data, the trainer, the wall clock, the summary.
+
+Run it through the CLI (``python -m pods train experiments/tiny_a.yaml budget.max_steps=20``) or
+from Python (``pods.run.train(cfg) -> run_dir``). The PODS algorithm lives in :mod:`pods.trainer`;
+this module only drives it:
+
+1. :func:`open_run_dir`: refuse a directory holding another config, find the newest complete
+   checkpoint, cut the logs back to it (or empty them for a fresh start), write ``config.json``.
+2. :func:`build_run`: load the policy, the training prompts and the eval sets; build the trainer and
+   the :class:`RunController` callback.
+3. :func:`run_training`: train (resuming), or only reload the weights when the stop step was
+   already checkpointed; then save the final policy.
+4. :func:`write_summary`: ``summary.json``, written last.
+
+Wall clock (PAPER.md §3.3, §3.5, §5): ``time_s`` is training time only: the sum of the optimizer
+steps' wall time (generation + scoring + update); evaluation, logging and checkpointing are excluded.
+Evaluations run at t = 0 (the base model), then whenever training time crosses the next point of the
+grid ``eval.every_s`` (or every ``eval.every_steps`` steps), and once more at the end if the last
+step was not on the grid. Training stops at ``budget.max_time_s`` and/or ``budget.max_steps``.
+
+Resume: a checkpoint (HF Trainer state + optimizer + RNG) carries ``pods_state.json`` (training
+clock, eval-grid position, log byte offsets) written last; a checkpoint without it is incomplete and
+ignored. A restarted run resumes from the newest complete checkpoint and cuts the JSONL logs back to
+the recorded offsets, so no line is duplicated; a finished run (summary.json present) is not rerun.
+
+Environment: ``PODS_NO_PROGRESS=1`` hides the progress bar. On a busy CPU, ``OMP_NUM_THREADS=1``
+makes step times far less erratic (torch's spinning threads suffer most from oversubscription).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from pods.config import TrainConfig, resolve_run_dir, to_dict
+from pods.evaluation import evaluate_policy, load_eval_sets, mix_seed, pin_cpu_threads, resolve_use_cuda
+from pods.runlog import (
+    STATE_FILE,
+    RunLogger,
+    atomic_write_json,
+    jsonable,
+    latest_checkpoint,
+    peak_memory_mb,
+    prune_checkpoints,
+    run_meta,
+)
+from pods.trainer import (
+    PODSGRPOTrainer,
+    build_grpo_config,
+    pods_trainer_kwargs,
+    records_to_dataset,
+    step_plan,
+    sync_device,
+)
+
+__all__ = ["RunController", "build_run", "open_run_dir", "run_training", "train", "write_summary"]
+
+_BAR_FMT = "{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}] {postfix}"
+
+
+class RunController(TrainerCallback):
+    """Training clock, evaluation grid, metrics/eval logging, checkpoint state, progress bar."""
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        logger: RunLogger,
+        eval_sets: list[tuple[str, list[dict]]],
+        state: dict | None,
+        use_cuda: bool,
+    ):
+        self.cfg = cfg
+        self.log = logger
+        self.eval_sets = eval_sets
+        self.use_cuda = use_cuda
+        self.trainer: PODSGRPOTrainer | None = None
+        st = state or {}
+        self.train_time_s = float(st.get("train_time_s", 0.0))
+        self.next_grid = int(st.get("next_grid", 1))  # next eval point: next_grid * every (s or steps)
+        self.evals_done = int(st.get("evals_done", 0))
+        self.last_eval_step = st.get("last_eval_step")
+        self.stop_reason = st.get("stop_reason")
+        self.totals = defaultdict(float, st.get("totals", {}))
+        self._t0 = 0.0
+        self._pending: dict[str, float] = {}
+        self._bar = None
+
+    # -- helpers -------------------------------------------------------------------------------
+    @property
+    def acc(self):
+        return self.trainer.accelerator
+
+    def state_dict(self) -> dict:
+        return {
+            "train_time_s": self.train_time_s,
+            "next_grid": self.next_grid,
+            "evals_done": self.evals_done,
+            "last_eval_step": self.last_eval_step,
+            "stop_reason": self.stop_reason,
+            "totals": dict(self.totals),
+            "offsets": self.log.offsets(),
+        }
+
+    def _shared_time(self, t: float) -> float:
+        # Every process must take the same eval/stop decisions: use the main process's clock.
+        if self.acc.num_processes == 1:
+            return t
+        from accelerate.utils import broadcast
+
+        return float(broadcast(torch.tensor([t], dtype=torch.float64, device=self.acc.device), 0).item())
+
+    def run_eval(self, step: int, final: bool = False, grid_index: int | None = None) -> None:
+        from accelerate.utils import gather_object
+
+        tr, ecfg = self.trainer, self.cfg.eval
+        t0 = time.perf_counter()
+        results = []
+        with tr.eval_generator() as gen:
+            for d_idx, (name, examples) in enumerate(self.eval_sets):
+                t1 = time.perf_counter()
+                res = evaluate_policy(
+                    gen,
+                    examples,
+                    name,
+                    ecfg.repeats,
+                    ecfg.temperature,
+                    ecfg.max_completion_length,
+                    seed=mix_seed(self.cfg.seed, step, d_idx, 0xE7),
+                    variant=self.cfg.task.reward,
+                    process_index=tr.accelerator.process_index,
+                    num_processes=tr.accelerator.num_processes,
+                    gather=gather_object,
+                )
+                results.append((name, res, time.perf_counter() - t1))
+        for name, res, dt in results:
+            row = {"step": step, "time_s": self.train_time_s, "dataset": name, **res}
+            self.log.log_eval({**row, "eval_time_s": dt, "grid_index": grid_index, "final": final})
+        self.evals_done += 1
+        self.last_eval_step = step
+        self.totals["eval_time_s"] += time.perf_counter() - t0
+        if self._bar is not None and results:
+            self._bar.set_postfix_str(f"step {step} acc {results[0][1]['accuracy']:.3f}", refresh=False)
+
+    def _open_bar(self, global_step: int) -> None:
+        from tqdm.auto import tqdm
+
+        budget = self.cfg.budget
+        if budget.max_time_s is not None:
+            self._bar = tqdm(
+                total=float(budget.max_time_s),
+                initial=min(self.train_time_s, budget.max_time_s),
+                unit="s",
+                desc="train time",
+                dynamic_ncols=True,
+                bar_format=_BAR_FMT,
+            )
+        else:
+            self._bar = tqdm(total=budget.max_steps, initial=global_step, unit="step", desc="train", dynamic_ncols=True)
+
+    def _eval_due(self, step: int) -> tuple[bool, int | None]:
+        """Whether the evaluation grid (in steps, for tests, or in seconds of training time) is crossed."""
+        ecfg = self.cfg.eval
+        if ecfg.every_steps:
+            if step >= self.next_grid * ecfg.every_steps:
+                grid_index = self.next_grid
+                self.next_grid = step // ecfg.every_steps + 1
+                return True, grid_index
+        elif ecfg.every_s:
+            if self.train_time_s >= self.next_grid * ecfg.every_s:
+                grid_index = self.next_grid
+                self.next_grid = int(self.train_time_s // ecfg.every_s) + 1  # a long step can skip points
+                return True, grid_index
+        return False, None
+
+    # -- callback events -----------------------------------------------------------------------
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.acc.is_main_process and not os.environ.get("PODS_NO_PROGRESS"):
+            self._open_bar(state.global_step)
+        if self.evals_done == 0:  # PAPER §3.5: the base model at t = 0
+            self.run_eval(step=state.global_step, grid_index=0)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        sync_device()
+        if self.use_cuda:
+            torch.cuda.reset_peak_memory_stats()
+        self.trainer.pods_timing.clear()
+        self._t0 = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        sync_device()
+        dt = time.perf_counter() - self._t0
+        self.train_time_s = self._shared_time(self.train_time_s + dt)
+        timing = self.trainer.pods_timing
+        gen = timing.get("gen_s", 0.0)
+        self._pending = {
+            "step_time_s": dt,
+            "gen_time_s": gen,
+            "update_time_s": max(dt - gen, 0.0),
+            "reward_time_s": timing.get("reward_s", 0.0),
+            "peak_mem_mb": peak_memory_mb(self.use_cuda),
+        }
+        self.totals["gen_time_s"] += gen
+        self.totals["update_time_s"] += max(dt - gen, 0.0)
+        step = state.global_step
+        budget = self.cfg.budget
+        due, grid_index = self._eval_due(step)
+        if budget.max_time_s is not None and self.train_time_s >= budget.max_time_s:
+            self.stop_reason = "max_time"
+        elif step >= state.max_steps:
+            self.stop_reason = "max_steps"
+        if self.stop_reason:
+            control.should_training_stop = True
+            control.should_save = True  # a kill after this point resumes straight to the summary
+        if due or (self.stop_reason and self.last_eval_step != step):
+            self.run_eval(step=step, grid_index=grid_index, final=not due)
+        if self._bar is not None:
+            if budget.max_time_s is not None:
+                self._bar.n = min(self.train_time_s, float(budget.max_time_s))
+                self._bar.refresh()
+            else:
+                self._bar.update(1)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is None or "loss" not in logs or not self.acc.is_main_process:
+            return  # the final train() summary log has "train_loss", not "loss"
+        g = logs.get
+        row = {
+            "step": state.global_step,
+            "time_s": self.train_time_s,
+            **{k: self._pending.get(k) for k in ("gen_time_s", "update_time_s", "reward_time_s", "step_time_s")},
+            "reward_mean": g("reward"),
+            "reward_std": g("reward_std"),
+            "kept_reward_mean": g("kept_reward"),
+            "kept_reward_std": g("kept_reward_std"),
+            "frac_zero_std": g("frac_reward_zero_std"),
+            "kept_frac_zero_std": g("kept_frac_reward_zero_std"),
+            "completion_len_mean": g("completions/mean_length"),
+            "kept_completion_len_mean": g("kept_completion_length"),
+            "clipped_ratio": g("completions/clipped_ratio"),
+            "loss": g("loss"),
+            "grad_norm": g("grad_norm"),
+            "lr": g("learning_rate"),
+            "entropy": g("entropy"),
+            "peak_mem_mb": self._pending.get("peak_mem_mb"),
+        }
+        for key, val in logs.items():
+            mt = re.match(r"^rewards/(.+)/mean$", key)
+            if mt:
+                row[f"reward_{mt.group(1)}_mean"] = val
+        self.log.log_metrics(row)
+
+    def on_save(self, args, state, control, **kwargs):
+        self.acc.wait_for_everyone()  # every process has written its part of the checkpoint
+        ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if self.acc.is_main_process:
+            atomic_write_json(ckpt / STATE_FILE, {"global_step": state.global_step, **self.state_dict()})
+            prune_checkpoints(Path(args.output_dir), keep=ckpt)
+        self.acc.wait_for_everyone()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self._bar is not None:
+            self._bar.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The run, step by step
+# --------------------------------------------------------------------------------------------
+def _distributed_state(cfg: TrainConfig, use_cuda: bool) -> Any:
+    from accelerate import PartialState
+
+    # cpu=True matters under `accelerate launch` on a CPU machine: without it the shared state comes up
+    # as one non-distributed process, before TrainingArguments(use_cpu=True) could join the gloo group.
+    dist = PartialState(cpu=not use_cuda)
+    if dist.num_processes != cfg.hardware.num_processes:
+        raise ValueError(
+            f"the run was launched with {dist.num_processes} process(es) but hardware.num_processes="
+            f"{cfg.hardware.num_processes}; set hardware.num_processes={dist.num_processes} or launch with "
+            f"accelerate launch --num_processes {cfg.hardware.num_processes}"
+        )
+    if getattr(cfg.policy, "load_in_4bit", False):
+        raise ValueError(
+            "policy.load_in_4bit=true is not supported by pods.models.load_policy yet; set "
+            "policy.load_in_4bit=false (bf16 LoRA, as the paper describes)"
+        )
+    return dist
+
+
+def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path | None, dict | None]:
+    """Check the run directory against ``cfg``, cut its logs back to the newest complete checkpoint
+    (or empty them), write config.json on a first start; returns ``(checkpoint or None, its state)``."""
+    run_dir = logger.run_dir
+    cfg_dict = to_dict(cfg)
+    old = logger.read_config()
+    if old is not None:
+        old = {k: v for k, v in old.items() if k != "meta"}
+        if jsonable(old) != jsonable(cfg_dict):
+            diff = sorted(k for k in set(old) | set(cfg_dict) if old.get(k) != cfg_dict.get(k))
+            raise ValueError(
+                f"{run_dir} holds a run with a different config (sections differ: {diff}); choose another out_dir "
+                "or delete that directory to start over"
+            )
+    ckpt_root = run_dir / "checkpoints"
+    ckpt, state = latest_checkpoint(ckpt_root)
+    dist.wait_for_everyone()
+    if dist.is_main_process:
+        prune_checkpoints(ckpt_root, keep=ckpt)  # incomplete newer checkpoints (all of them on a fresh start)
+        # A fresh start: no line from an earlier, uncheckpointed attempt survives.
+        logger.truncate(None if ckpt is None else state["offsets"])
+        if old is None:
+            logger.write_config(cfg_dict, run_meta(dist.num_processes))
+    dist.wait_for_everyone()
+    return ckpt, state
+
+
+def build_run(
+    cfg: TrainConfig, logger: RunLogger, state: dict | None, num_processes: int, use_cuda: bool
+) -> tuple[PODSGRPOTrainer, RunController]:
+    """The policy, the data, the trainer and its run controller, as ``cfg`` describes them."""
+    from transformers import set_seed
+
+    from pods.data import load_task
+    from pods.models import load_policy
+    from pods.rewards import trl_reward_funcs
+
+    pin_cpu_threads(cfg, use_cuda)
+    set_seed(cfg.seed)
+    model, tokenizer = load_policy(
+        cfg.policy.model,
+        dtype=cfg.policy.dtype,
+        device="cuda" if use_cuda else "cpu",
+        lora=cfg.policy.lora,
+        attn_implementation=cfg.policy.attn_implementation,
+    )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    train_records = load_task(
+        cfg.task.name,
+        "train",
+        path=cfg.task.train,
+        prompt_style=cfg.task.prompt_style,
+        tokenizer=tokenizer,
+        max_prompt_length=cfg.task.max_prompt_length,
+        seed=cfg.seed,
+    )
+    eval_sets = load_eval_sets(cfg, tokenizer)
+    max_steps, scheduler_steps = step_plan(cfg, len(train_records))
+    args = build_grpo_config(cfg, logger.run_dir / "checkpoints", num_processes, use_cuda, max_steps)
+    controller = RunController(cfg, logger, eval_sets, state, use_cuda)
+    trainer = PODSGRPOTrainer(
+        model=model,
+        reward_funcs=trl_reward_funcs(cfg.task.name, cfg.task.reward),
+        args=args,
+        train_dataset=records_to_dataset(train_records),
+        processing_class=tokenizer,
+        callbacks=[controller],
+        **pods_trainer_kwargs(cfg, max_steps, scheduler_steps),
+    )
+    controller.trainer = trainer
+    trainer.remove_console_callbacks()  # our progress bar and metrics.jsonl replace them
+    return trainer, controller
+
+
+def run_training(trainer: PODSGRPOTrainer, ckpt: Path | None, state: dict | None, final_dir: Path) -> None:
+    """Train from ``ckpt`` (or the start) until the controller stops, then save the final policy."""
+    if state and state.get("stop_reason"):
+        # Killed after the stop step was checkpointed: no more training, only the final weights and summary.
+        trainer.load_checkpoint_weights(ckpt)
+    else:
+        trainer.train(resume_from_checkpoint=str(ckpt) if ckpt is not None else None)
+    trainer.save_model(str(final_dir))  # the final policy (LoRA adapter or full weights); all ranks
+    trainer.accelerator.wait_for_everyone()
+
+
+def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, global_step: int, wall_s: float) -> None:
+    """Write summary.json (last): stop reason, steps, training time, accuracies, peak memory."""
+    metrics = logger.metrics()
+    evals = logger.evals()
+    steps = metrics[-1]["step"] if metrics else global_step
+    final = {}
+    best = {}
+    for row in evals:
+        final[row["dataset"]] = row["accuracy"]
+        best[row["dataset"]] = max(best.get(row["dataset"], -1.0), row["accuracy"])
+    logger.write_summary(
+        {
+            "status": "finished",
+            "stop_reason": ctl.stop_reason,
+            "steps": steps,
+            "time_s": ctl.train_time_s,
+            "s_per_step": ctl.train_time_s / steps if steps else None,
+            "gen_time_s": ctl.totals.get("gen_time_s", 0.0),
+            "update_time_s": ctl.totals.get("update_time_s", 0.0),
+            "eval_time_s": ctl.totals.get("eval_time_s", 0.0),
+            "wall_s_last_session": wall_s,
+            "n_evals": len(evals),
+            "final_accuracy": final,
+            "best_accuracy": best,
+            "peak_mem_mb": max((m.get("peak_mem_mb") or 0.0 for m in metrics), default=None),
+            "n": cfg.rollout.n,
+            "m": cfg.rollout.m,
+            "rule": cfg.rollout.rule,
+            "seed": cfg.seed,
+        }
+    )
+
+
+def train(cfg: TrainConfig) -> Path:
+    """Train one run described by ``cfg``; returns its run directory.
+
+    Resumes from the newest complete checkpoint if the run directory has one; returns at once if the
+    run already finished (summary.json present).
+    """
+    use_cuda = resolve_use_cuda(cfg)
+    dist = _distributed_state(cfg, use_cuda)
+    run_dir = Path(resolve_run_dir(cfg))
+    logger = RunLogger(run_dir, enabled=dist.is_main_process)
+    if logger.finished:
+        if dist.is_main_process:
+            print(f"[pods] {run_dir} already finished (summary.json present); not rerunning", file=sys.stderr)
+        return run_dir
+    ckpt, state = open_run_dir(cfg, logger, dist)
+    trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)
+    wall0 = time.time()
+    run_training(trainer, ckpt, state, run_dir / "final")
+    if controller.stop_reason is None:
+        controller.stop_reason = "data_exhausted"
+    if dist.is_main_process:
+        write_summary(logger, cfg, controller, trainer.state.global_step, time.time() - wall0)
+    trainer.accelerator.wait_for_everyone()
+    return run_dir
