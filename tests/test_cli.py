@@ -216,3 +216,14 @@ def test_bench_script_output_reaches_stdout(tmp_path, monkeypatch, capfd):
     monkeypatch.setattr(cli, "BENCH_DIR", tmp_path)
     assert cli.main(["bench", "echo", "--n", "4"]) == 0
     assert "ARGS ['--n', '4']" in capfd.readouterr().out
+
+
+def test_eval_path_imports_no_trainer():
+    """`pods eval` loads pods.evaluation only: neither pods.trainer nor TRL (the CLI imports lazily)."""
+    code = (
+        "import sys, pods.cli, pods.evaluation; "
+        "bad = sorted(m for m in ('pods.trainer', 'pods.run', 'trl') if m in sys.modules); print(bad)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
