@@ -72,6 +72,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pods.textutil import last_boxed as extract_boxed  # the package's one \boxed{} extractor
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Shared, read-only data next to the repository (../shared/data relative to the repo root).
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -264,19 +266,6 @@ def _load_synthetic(task: str, split: str, seed: int) -> list[dict]:
 
 # ----------------------------------------------------------------------------------------------
 # Real tasks: hub and local files
-
-
-def extract_boxed(text: str) -> str | None:
-    """Contents of the last \\boxed{...} (or \\fbox{...}) in text, with nested braces matched."""
-    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
-    if start < 0:
-        return None
-    i = text.index("{", start) + 1
-    depth, j = 1, i
-    while j < len(text) and depth:
-        depth += {"{": 1, "}": -1}.get(text[j], 0)
-        j += 1
-    return text[i : j - 1] if depth == 0 else None
 
 
 def _read_jsonl(path: Path) -> list[dict]:

@@ -18,7 +18,7 @@ Tests: ``pytest tests/test_rewards.py tests/test_hostile_text.py``. Other public
 - ``math``: the contents of the LAST ``\\boxed{...}`` (or ``\\fbox{...}``) with nested braces matched,
   so ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``. The official code cuts at the first ``}``
   and would give ``\\frac{1`` (PAPER.md §7). Without a ``\\boxed`` (MATH-500's bare ``answer``
-  field) the string is the gold as it is.
+  field, or when the last ``\\boxed{`` is never closed) the string is the gold as it is.
 - ``chemistry``, ``arith_mc``: one letter A-D (``B``, ``b``, ``(B)`` accepted), else ValueError.
 - ``arith``, ``arith_hard``: an ASCII integer such as ``85`` or ``-7``, else ValueError.
 
@@ -81,35 +81,11 @@ integer rules above hold in every variant.
   usually the final "." of the text.
 
 Hostile text. ``score`` never raises on a completion (``str`` of any content, or ``bytes``) and on
-an idle machine returns within about half a second. Guards, in order:
-
-1. Everything outside math-verify is linear-time string code (no backtracking regex); the integer
-   tasks never call ``int()`` on model text.
-2. Text sent to math-verify is cut to its last ``MAX_VERIFY_CHARS`` characters, and refused
-   (accuracy 0) when brackets ``{[(`` nest deeper than ``MAX_NESTING`` or one bracket group holds
-   more than ``MAX_LIST_ITEMS`` commas: the antlr LaTeX parser needs ~0.25 s of CPU at depth 6
-   and seconds at depth 10-20, and ~5 ms per element of a set or tuple.
-3. math-verify runs in worker processes forked from a "zygote" process that imported and warmed it
-   once (the parent never imports sympy). After parsing, the worker refuses to ``verify`` when the
-   numbers could get huge: an exponent of magnitude above 10^``MAX_EXPONENT_DIGITS``, a value over
-   ``MAX_VALUE_DIGITS`` digits, a factorial/binomial/gamma of 10^``MAX_FACTORIAL_DIGITS`` or more,
-   unevaluated sums/products/integrals/limits/derivatives, or more than ``MAX_TREE_NODES`` nodes
-   (``9**9**9``, ``10^{10^{10}}``, ``e^{e^{e^{e^e}}}``, ``(10^{100})!``, ``\\prod_{k=1}^{10^9} k``).
-   A worker's address space is capped at ``WORKER_MEMORY_BYTES``.
-4. Timeout: each request runs under a kernel CPU-time timer (``setitimer(ITIMER_PROF,
-   CPU_BUDGET_S)`` with the default SIGPROF action), which terminates the worker even inside C-level
-   big-integer arithmetic; the next request gets a freshly forked warm worker (~10 ms). A CPU-time
-   budget, unlike a wall-clock one, does not turn a correct answer into 0 when the machine is busy,
-   so rewards do not depend on the load. A wall-clock safety net (``WALL_TIMEOUT_S``) kills a
-   worker that stalls without using CPU. This replaces math-verify's own timeout, which uses
-   ``signal.alarm``: 0.9.0 raises ValueError outside the main thread (e.g. TRL's async reward
-   thread), cannot interrupt C-level arithmetic, and may leave the antlr parser's shared DFA
-   cache half-updated. Our mechanism works from any thread; math-verify runs with its own
-   timeouts disabled.
-:func:`guard_stats` counts how often each guard fired (``nesting``, ``huge_exponent``,
-``cpu_limit``, ...). The first call that needs math-verify waits for the zygote to start (~1-3 s);
-call :func:`warmup` ahead of a timed loop. On a loaded machine the wall time of a call grows with
-the load (the CPU budget does not).
+an idle machine returns within about half a second. Everything here is linear-time string code
+(no backtracking regex; the integer tasks never call ``int()`` on model text); math-verify runs in
+the sandbox of :mod:`pods.verifier` (size guards, forked workers under a CPU-time budget; its
+docstring lists the guards). :func:`guard_stats` (= ``pods.verifier.stats``) counts how often each
+guard fired; :func:`warmup` starts the math-verify processes ahead of a timed loop.
 
 Programmer errors do raise ``ValueError``: an unknown task or variant (the message lists the valid
 names), a gold answer that does not fit its task. A completion that is neither ``str`` nor
@@ -118,24 +94,19 @@ names), a gold answer that does not fit its task. A completion that is neither `
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import logging
-import os
-import pickle
 import re
-import select
-import signal
-import socket
-import struct
-import subprocess
-import sys
 import threading
-import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
+
+from pods import verifier
+from pods.textutil import last_boxed
+from pods.verifier import WorkerStartError, warmup
+from pods.verifier import stats as guard_stats
 
 __all__ = [
     "COMPONENTS",
@@ -183,43 +154,8 @@ _MATH_TASKS = (*_GSM8K_TASKS, "math")
 _LETTER_TASKS = ("chemistry", "arith_mc")
 _INT_TASKS = ("arith", "arith_hard")
 
-# Guard limits (see the module docstring). Measured CPU time of math-verify parse+verify on this
-# package's 2-core CI machine: 8,000 characters of ordinary text < 0.1 s; `$((((8))))$`-style
-# nesting costs ~0.25 s at depth 6, ~0.35-0.55 s at depth 8, ~1.2 s at depth 10 and ~2.7 s at
-# depth 20 (antlr full-context prediction), hence MAX_NESTING = 6 under CPU_BUDGET_S = 0.5. A set
-# or tuple costs ~5 ms per element (`\\{4,4,...\\}` with 100 elements: 0.5 s), hence MAX_LIST_ITEMS.
-MAX_VERIFY_CHARS = 8000
-MAX_GOLD_CHARS = 4000
-MAX_NESTING = 6
-MAX_LIST_ITEMS = 40
-MAX_EXPONENT_DIGITS = 5
-MAX_VALUE_DIGITS = 100_000
-MAX_FACTORIAL_DIGITS = 4
-MAX_TREE_NODES = 1000
-CPU_BUDGET_S = 0.5
-WALL_TIMEOUT_S = 5.0
-STARTUP_TIMEOUT_S = 60.0
-WORKER_MEMORY_BYTES = 2 << 30
-MAX_REQUESTS_PER_WORKER = 50_000
 # code_* whole-completion candidate: longer texts are not normalised (see docstring).
 _MAX_WHOLE_TEXT_CHARS = 2000
-
-_GUARDS: Counter[str] = Counter()
-_GUARDS_LOCK = threading.Lock()
-
-
-def _count(reason: str) -> None:
-    with _GUARDS_LOCK:
-        _GUARDS[reason] += 1
-
-
-def guard_stats(reset: bool = False) -> dict[str, int]:
-    """How often each guard fired since import (or the last reset): e.g. {'nesting': 3, 'timeout': 1}."""
-    with _GUARDS_LOCK:
-        out = dict(_GUARDS)
-        if reset:
-            _GUARDS.clear()
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -315,24 +251,6 @@ _COMMA_INT_RE = re.compile(r"-?[1-9][0-9]{0,2}(?:,[0-9]{3})+")
 _LETTERS = "ABCD"
 
 
-def _last_boxed(text: str) -> str | None:
-    """Contents of the last ``\\boxed{...}``/``\\fbox{...}`` with nested braces matched (rest of text if unclosed)."""
-    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
-    if start < 0:
-        return None
-    i = text.index("{", start) + 1
-    depth = 1
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return text[i:].strip()
-
-
 def _canonical_int(s: str) -> str:
     """'-007' -> '-7', '+0' -> '0': a canonical decimal string (no int(), so no size limit)."""
     sign = "-" if s[0] == "-" else ""
@@ -359,8 +277,8 @@ def extract_gold(answer: Any, task: str) -> str:
         _, sep, after = answer.partition("####")
         return (after if sep else answer).strip().replace(",", "")
     if task == "math":
-        boxed = _last_boxed(answer)
-        return boxed if boxed is not None else answer.strip()
+        boxed = last_boxed(answer)
+        return boxed.strip() if boxed is not None else answer.strip()
     if task in _LETTER_TASKS:
         letter = _gold_letter(answer)
         if letter is None:
@@ -495,296 +413,13 @@ _LASTNUM_HEAD = re.compile(r"[0-9.,]+")
 _LASTNUM_JUN25 = re.compile(r"[0-9]+")
 
 
-# ----------------------------------------------------------------------------------------------
-# Guards on text that goes to math-verify
-
-
-_BRACKET_RE = re.compile(r"[{}\[\](),]")
-
-
-def _bracket_stats(s: str) -> tuple[int, int]:
-    """(deepest bracket nesting, most commas directly inside one bracket group) of s."""
-    depth = deepest = widest = 0
-    commas = [0]  # commas of the open group at each depth (index 0: outside all brackets)
-    for c in _BRACKET_RE.findall(s):  # the loop runs over brackets and commas only
-        if c == ",":
-            if depth:
-                commas[depth] += 1
-                widest = max(widest, commas[depth])
-        elif c in "{[(":
-            depth += 1
-            deepest = max(deepest, depth)
-            if depth == len(commas):
-                commas.append(0)
-            commas[depth] = 0
-        elif depth:
-            depth -= 1
-    return deepest, widest
-
-
-def _string_guard(s: str) -> str | None:
-    """Reason to refuse ``s`` before math-verify sees it, or None."""
-    deepest, widest = _bracket_stats(s)
-    if deepest > MAX_NESTING:
-        return "nesting"
-    if widest > MAX_LIST_ITEMS:
-        return "list_size"
-    return None
-
-
-# ----------------------------------------------------------------------------------------------
-# The math-verify worker processes
-#
-# A "zygote" process imports math-verify once and warms its caches; workers are os.fork()ed from
-# it on demand (~10 ms, inheriting the warm state), and the parent talks to the current worker
-# over a socket. Each request runs under a kernel CPU-time timer (ITIMER_PROF with the default
-# SIGPROF action, which terminates the process even inside C code), so a hostile input kills only
-# its worker; the next request gets a fresh fork. The parent also has a wall-clock safety net.
-
-_HEADER = struct.Struct(">I")
-_ZYGOTE_RUN_NAME = "__pods_reward_zygote__"
-
-
-class _Deadline(Exception):
-    pass
-
-
-class WorkerStartError(RuntimeError):
-    """The math-verify process could not start (an environment problem, never the completion's fault)."""
-
-
-def _write_msg(fd: int, obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    chunks, poller = [], None
-    while n:
-        if deadline is not None:
-            if poller is None:
-                poller = select.poll()  # poll, not select: no FD_SETSIZE limit in big trainer processes
-                poller.register(fd, select.POLLIN)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not poller.poll(remaining * 1000):
-                raise _Deadline
-        chunk = os.read(fd, n)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def _read_msg(fd: int, deadline: float | None) -> Any:
-    (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
-    return pickle.loads(_read_exact(fd, n, deadline))
-
-
-class _Worker:
-    """Parent-side handle of one forked worker: its socket and a pidfd to kill exactly that process."""
-
-    def __init__(self, sock: socket.socket, pid: int) -> None:
-        self.sock, self.pid, self.requests = sock, pid, 0
-        try:
-            self.pidfd: int | None = os.pidfd_open(pid)
-        except (AttributeError, OSError):  # not Linux >= 5.3: fall back to the pid
-            self.pidfd = None
-
-    def kill(self) -> None:
-        try:
-            if self.pidfd is not None:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            else:
-                os.kill(self.pid, signal.SIGKILL)
-        except OSError:  # already gone
-            pass
-        self.close()
-
-    def close(self) -> None:
-        self.sock.close()
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
-
-
-class _Verifier:
-    """The zygote, the current worker, and the request/deadline logic (one request at a time)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pid = os.getpid()
-        self.zygote: subprocess.Popen | None = None
-        self.ctrl: socket.socket | None = None
-        self.worker: _Worker | None = None
-
-    # -- zygote
-    def _forget_after_fork(self) -> None:
-        # We are a forked copy of the process that owns these: close our copies, touch nothing else.
-        if self.ctrl is not None:
-            self.ctrl.close()
-        if self.worker is not None:
-            self.worker.close()
-        self.zygote = self.ctrl = self.worker = None
-        self.pid = os.getpid()
-
-    def _start_zygote(self) -> None:
-        parent_end, child_end = socket.socketpair()
-        # The zygote runs this file by path (not `import pods.rewards`), so pods/__init__ and torch
-        # are never imported there; -I keeps the cwd and PYTHON* variables out; the parent's
-        # sys.path is handed over so math-verify is found where we found it.
-        paths = [os.path.abspath(p) for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
-        boot = (
-            f"import sys, runpy; sys.path[:] = sys.argv[3:]; runpy.run_path(sys.argv[1], run_name={_ZYGOTE_RUN_NAME!r})"
-        )
-        cmd = [sys.executable, "-I", "-c", boot, os.path.abspath(__file__), str(child_end.fileno()), *paths]
-        try:
-            self.zygote = subprocess.Popen(
-                cmd,
-                pass_fds=(child_end.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        finally:
-            child_end.close()
-        self.ctrl = parent_end
-        kind, info = _read_msg(self.ctrl.fileno(), time.monotonic() + STARTUP_TIMEOUT_S)
-        if kind != "ready":
-            raise RuntimeError(info)
-
-    def _stop_zygote(self) -> None:
-        if self.ctrl is not None:
-            self.ctrl.close()
-        if self.zygote is not None:
-            try:
-                self.zygote.kill()
-                self.zygote.wait(timeout=5)
-            except Exception:  # already gone
-                pass
-        self.zygote = self.ctrl = None
-
-    def _ensure_zygote(self) -> None:
-        if self.pid != os.getpid():
-            self._forget_after_fork()
-        if self.zygote is not None and self.zygote.poll() is None:
-            return
-        errors = []
-        for _ in range(3):
-            self._stop_zygote()
-            try:
-                self._start_zygote()
-                return
-            except (_Deadline, EOFError, OSError, RuntimeError) as e:
-                errors.append(f"{type(e).__name__}: {str(e).strip()[-300:]}")
-        self._stop_zygote()
-        raise WorkerStartError(
-            "the math-verify process did not start (" + " | ".join(errors) + "). "
-            f"Check that `{sys.executable} -c 'import math_verify'` works (pip install 'math-verify>=0.7')."
-        )
-
-    # -- workers
-    def _ensure_worker(self) -> _Worker:
-        for _ in range(2):
-            self._ensure_zygote()
-            if self.worker is not None:
-                return self.worker
-            mine, theirs = socket.socketpair()
-            try:
-                socket.send_fds(self.ctrl, [b"F"], [theirs.fileno()])
-                kind, pid = _read_msg(self.ctrl.fileno(), time.monotonic() + STARTUP_TIMEOUT_S)
-            except (_Deadline, EOFError, OSError):
-                mine.close()
-                self._stop_zygote()  # a broken zygote is restarted by the next _ensure_zygote
-                continue
-            finally:
-                theirs.close()
-            self.worker = _Worker(mine, pid)
-            return self.worker
-        raise WorkerStartError("the math-verify zygote process could not fork a worker twice in a row")
-
-    def _drop_worker(self, kill: bool) -> None:
-        if self.worker is not None:
-            self.worker.kill() if kill else self.worker.close()
-        self.worker = None
-
-    def warmup(self) -> None:
-        with self.lock:
-            self._ensure_worker()
-
-    def run(self, request: tuple) -> tuple[bool, str | None] | None:
-        """The worker's (equal, guard reason) for a request, or None if it was killed or missed the deadline."""
-        with self.lock:
-            for _attempt in range(2):
-                worker = self._ensure_worker()
-                try:
-                    worker.requests += 1
-                    _write_msg(worker.sock.fileno(), request)
-                except OSError:  # it died before reading this request (killed from outside): fork another
-                    _count("worker_lost")
-                    self._drop_worker(kill=True)
-                    continue
-                try:
-                    result = _read_msg(worker.sock.fileno(), time.monotonic() + WALL_TIMEOUT_S)
-                except (_Deadline, EOFError, OSError) as e:
-                    # Killed by its CPU budget (EOF), or past the wall-clock safety net: this input gets 0.
-                    reason = "wall_timeout" if isinstance(e, _Deadline) else "cpu_limit"
-                    _count(reason)
-                    log.warning("math-verify worker stopped (%s) on a %d-char input", reason, len(request[2]))
-                    self._drop_worker(kill=True)
-                    return None
-                if worker.requests >= MAX_REQUESTS_PER_WORKER:  # bound the growth of sympy/antlr caches
-                    self._drop_worker(kill=True)
-                return result
-            return None
-
-    def shutdown(self) -> None:
-        with self.lock:
-            if self.pid == os.getpid():
-                self._drop_worker(kill=True)
-                self._stop_zygote()
-            else:
-                self._forget_after_fork()
-
-
-_VERIFIER = _Verifier()
-atexit.register(_VERIFIER.shutdown)
-
-
-def warmup() -> None:
-    """Start the math-verify processes now (otherwise the first gsm8k/math score waits ~1-3 s for them)."""
-    _VERIFIER.warmup()
-
-
-def _limits() -> tuple:
-    """Guard limits sent with each request (read at call time, so tests can change them)."""
-    return (CPU_BUDGET_S, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
-
-
 def _math_equal(gold: str, candidate: str, mode: str) -> float:
-    """math-verify equivalence of candidate to gold under mode 'paper' or 'openr1', with all guards."""
+    """math-verify equivalence (``pods.verifier.verify``), after the integer fast path in mode 'paper'."""
     if mode == "paper":
         g, c = _plain_int(gold), _plain_int(candidate)
         if g is not None and c is not None:
             return float(g == c)
-    candidate = candidate[-MAX_VERIFY_CHARS:]
-    gold = gold[-MAX_GOLD_CHARS:]
-    if _string_guard(gold) is not None:
-        _count("gold_refused")
-        return 0.0
-    reason = _string_guard(candidate)
-    if reason is not None:
-        _count(reason)
-        return 0.0
-    result = _VERIFIER.run((mode, gold, candidate, _limits()))
-    if result is None:
-        return 0.0
-    equal, reason = result
-    if reason is not None:
-        _count(reason)
-    return float(equal)
+    return verifier.verify(gold, candidate, mode)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -833,7 +468,7 @@ def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> flo
         return _math_equal(gold, text if block is None else block, "paper")
     if variant == "openr1":
         raw = answer.strip() if task in _GSM8K_TASKS else answer
-        if task == "math" and _last_boxed(raw) is None:
+        if task == "math" and last_boxed(raw) is None:
             raw = "\\boxed{" + raw + "}"
         return _math_equal(raw, text, "openr1")
     return _code_correct(text, gold, _LASTNUM_JUN25 if variant == "code_jun25" else _LASTNUM_HEAD)
@@ -870,7 +505,7 @@ def score(completion: str, answer: str, task: str, variant: str = "paper") -> di
     except WorkerStartError:
         raise  # a broken installation must stop the run, not silently score everything 0
     except Exception:  # last line of defence for an hours-long run; tests assert it never fires
-        _count("internal_error")
+        verifier.count("internal_error")
         log.exception("reward computation failed on a %d-char completion; scoring it 0", len(text))
         acc = fmt = tags = 0.0
     return {"accuracy": acc, "format": fmt, "tags": tags, "total": acc + fmt + tags}
@@ -989,181 +624,3 @@ def trl_reward_funcs(task: str, variant: str = "paper") -> list[Callable[..., li
     _check_variant(variant)
     cache = _ScoreCache(task, variant)
     return [RewardComponent(c, cache) for c in COMPONENTS]
-
-
-# ----------------------------------------------------------------------------------------------
-# Zygote and worker side (runs in the child processes; only there are sympy and math-verify imported)
-
-_CALCULUS = ("Sum", "Product", "Integral", "Limit", "Derivative")
-_FACTORIALS = ("factorial", "factorial2", "subfactorial", "gamma", "binomial", "RisingFactorial", "FallingFactorial")
-
-
-def _magnitude(expr: Any, limits: tuple, budget: list[int], depth: int = 0) -> float:
-    """Upper bound on log10|value| of a parsed expression; ValueError(reason) when it is too big.
-
-    Symbols and constants count as 0.5 (values up to ~3): what matters is that sympy never has to
-    build a huge integer while simplifying or evaluating numerically.
-    """
-    import sympy
-
-    _, max_exp, max_value, max_fact, _ = limits
-    budget[0] -= 1
-    if budget[0] < 0 or depth > 200:
-        raise ValueError("tree_size")
-    if isinstance(expr, sympy.Integer):
-        return abs(int(expr)).bit_length() * 0.30103
-    if isinstance(expr, sympy.Rational):
-        return max(abs(expr.p).bit_length(), expr.q.bit_length()) * 0.30103
-    if isinstance(expr, sympy.Float):
-        _, man, exp, bc = expr._mpf_
-        return max(0.5, abs(exp + bc) * 0.30103) if man else 0.5
-    if isinstance(expr, sympy.MatrixBase):
-        return max((_magnitude(e, limits, budget, depth + 1) for e in expr), default=0.5)
-    if not isinstance(expr, sympy.Basic):
-        return 0.5
-    name = type(expr).__name__
-    if name in _CALCULUS:
-        raise ValueError("calculus")
-    if isinstance(expr, (sympy.Pow, sympy.exp)):
-        if isinstance(expr, sympy.exp):  # e^a: digits <= 0.44 * |a|
-            base, exp = 0.44, _magnitude(expr.args[0], limits, budget, depth + 1)
-        else:
-            base = _magnitude(expr.base, limits, budget, depth + 1)
-            exp = _magnitude(expr.exp, limits, budget, depth + 1)
-        if exp > max_exp:
-            raise ValueError("huge_exponent")
-        size = max(base, 0.44) * 10**exp  # digits(b^e) <= digits(b) * |e|
-    elif name in _FACTORIALS:
-        arg = max((_magnitude(a, limits, budget, depth + 1) for a in expr.args), default=0.5)
-        if arg > max_fact:
-            raise ValueError("huge_factorial")
-        size = 10**arg * max(arg, 1.0)  # digits(n!) <= n * log10(n)
-    else:
-        args = [_magnitude(a, limits, budget, depth + 1) for a in expr.args]
-        if not args:
-            return 0.5
-        size = sum(args) if isinstance(expr, sympy.Mul) else max(args) + 0.5
-    if size > max_value:
-        raise ValueError("huge_value")
-    return size
-
-
-def _tree_guard(items: list, limits: tuple) -> str | None:
-    budget = [limits[4]]
-    for item in items:
-        if isinstance(item, str):
-            continue
-        try:
-            _magnitude(item, limits, budget)
-        except ValueError as e:
-            return str(e)
-    return None
-
-
-def _worker_handle(request: tuple, mv: Any, openr1_pred_config: list) -> tuple[bool, str | None]:
-    mode, gold_text, pred_text, limits = request
-    if mode == "paper":
-        gold = mv.parse("$" + gold_text + "$", parsing_timeout=None)
-        pred = mv.parse(pred_text, parsing_timeout=None)
-    else:  # openr1
-        gold = mv.parse(gold_text, extraction_mode="first_match", parsing_timeout=None)
-        pred = mv.parse(
-            pred_text, extraction_config=openr1_pred_config, extraction_mode="first_match", parsing_timeout=None
-        )
-    if not gold:
-        return False, "gold_unparsed"
-    if not pred:
-        return False, None
-    reason = _tree_guard(gold, limits) or _tree_guard(pred, limits)
-    if reason is not None:
-        return False, reason
-    return bool(mv.verify(gold, pred, timeout_seconds=None)), None
-
-
-def _worker_loop(fd: int, mv: Any, config: list) -> None:
-    signal.signal(signal.SIGPROF, signal.SIG_DFL)  # SIGPROF terminates: the CPU budget is kernel-enforced
-    while True:
-        try:
-            request = _read_msg(fd, None)
-        except (EOFError, OSError):
-            return  # the parent closed the socket or died
-        signal.setitimer(signal.ITIMER_PROF, request[3][0])
-        try:
-            result = _worker_handle(request, mv, config)
-        except BaseException as e:  # MemoryError under the rlimit, RecursionError, sympy bugs
-            result = (False, "error_" + type(e).__name__)
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-        _write_msg(fd, result)
-
-
-_WARMUP = [  # parsed and verified once in the zygote, so that forked workers start warm
-    ("paper", "\\frac{1}{2}", "0.5"),
-    ("paper", "18", "The answer is $18$."),
-    ("paper", "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)"),
-    ("paper", "\\{1,3\\}", "x \\in [2,5)"),
-    ("paper", "6 - 5i", "\\sqrt{-25} + 6"),
-    ("paper", "10\\%", "\\sin(x)^2 + \\cos(x)^2 = \\log(e)"),
-    ("paper", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "x^{2} - 2x + 1 = 0"),
-    ("paper", "\\text{Evelyn}", "\\text{(C)}"),
-    ("paper", "e^{e^{e}}", "x^{x^{x^{x}}} + 5! + \\binom{5}{2}"),  # the paths hostile text takes to the guards
-    ("paper", "10^{3}", "\\sum_{i=1}^{3} i + \\int_0^1 x dx + \\prod_{k=1}^{3} k + \\Gamma(3)"),
-    ("paper", "1", "\\tan(\\pi/2) + \\lim_{x\\to\\infty} 1/x"),
-    ("openr1", "#### 18", "so \\boxed{18}"),
-]
-
-
-def _zygote_main(ctrl_fd: int) -> None:
-    import resource
-    import socket as socket_mod
-    import traceback
-
-    ctrl = socket_mod.socket(fileno=ctrl_fd)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
-    except (ValueError, OSError):
-        pass
-    try:
-        logging.disable(logging.CRITICAL)  # math-verify warns that its own timeouts are disabled
-        import math_verify as mv
-        from latex2sympy2_extended import NormalizationConfig
-
-        config = [
-            mv.LatexExtractionConfig(
-                normalization_config=NormalizationConfig(
-                    nits=False, malformed_operators=False, basic_latex=True, equations=True, boxed="all", units=True
-                ),
-                boxed_match_priority=0,
-                try_extract_without_anchor=False,
-            )
-        ]
-        limits = (60.0, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
-        for mode, gold, pred in _WARMUP:
-            _worker_handle((mode, gold, pred, limits), mv, config)
-    except BaseException:
-        _write_msg(ctrl_fd, ("error", traceback.format_exc(limit=3)))
-        return
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished workers
-    _write_msg(ctrl_fd, ("ready", os.getpid()))
-    while True:
-        try:
-            msg, fds, _, _ = socket_mod.recv_fds(ctrl, 16, 1)
-        except OSError:
-            return
-        if not msg:
-            return  # the parent closed the control socket or died
-        if not fds:
-            continue
-        pid = os.fork()
-        if pid == 0:  # the worker
-            try:
-                ctrl.close()
-                _worker_loop(fds[0], mv, config)
-            finally:
-                os._exit(0)
-        os.close(fds[0])
-        _write_msg(ctrl_fd, ("forked", pid))
-
-
-if __name__ == _ZYGOTE_RUN_NAME:
-    _zygote_main(int(sys.argv[2]))

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pods import rewards as R
+from pods import verifier as V
 
 CALL_LIMIT_S = 2.5
 ALL_TASKS = list(R.TASKS)
@@ -224,7 +225,6 @@ def test_magnitude_bounds():
     sympy = pytest.importorskip("sympy")
     x = sympy.Symbol("x")
     P = lambda b, e: sympy.Pow(b, e, evaluate=False)  # noqa: E731
-    limits = R._limits()
     ok = [P(2, P(2, 2)), P(2, 65535), P(x, P(x, x)), sympy.factorial(1000, evaluate=False), sympy.Rational(1, 3)]
     bad = {
         "huge_exponent": [P(9, P(9, 9)), P(10, P(10, 10)), P(2, 10**6), P(x, P(x, P(x, x))), sympy.exp(P(10, 7))],
@@ -234,10 +234,10 @@ def test_magnitude_bounds():
         "tree_size": [sympy.Add(*sympy.symbols("a0:1500"), evaluate=False)],
     }
     for expr in ok:
-        assert R._tree_guard([expr], limits) is None, expr
+        assert V.tree_guard([expr]) is None, expr
     for reason, exprs in bad.items():
         for expr in exprs:
-            assert R._tree_guard([expr, "string fallbacks are skipped"], limits) == reason
+            assert V.tree_guard([expr, "string fallbacks are skipped"]) == reason
 
 
 def test_list_guard_refuses_huge_sets():
@@ -247,7 +247,7 @@ def test_list_guard_refuses_huge_sets():
     assert R.guard_stats()["list_size"] == before + 1
     # A short tuple passes: (1, 2) and a 40-element set are within the limit.
     assert R.score("<answer>\n$(1, 2)$\n</answer>", "(1, 2)", "math")["accuracy"] == 1.0
-    assert R._string_guard("$\\{" + "4," * 40 + "4\\}$") is None
+    assert V.string_guard("$\\{" + "4," * 40 + "4\\}$") is None
 
 
 def test_tree_guard_lets_ordinary_powers_through():
@@ -257,7 +257,7 @@ def test_tree_guard_lets_ordinary_powers_through():
 
 def _slow_call(monkeypatch):
     # Switch the nesting guard off so a 40-deep nest reaches math-verify: only the CPU timer stops it.
-    monkeypatch.setattr(R, "MAX_NESTING", 10**6)
+    monkeypatch.setattr(V, "MAX_NESTING", 10**6)
     before = R.guard_stats().get("cpu_limit", 0)
     t0 = time.perf_counter()
     out = R.score(DEEP, "#### 18", "gsm8k")
@@ -268,7 +268,7 @@ def test_cpu_timer_kills_a_runaway_worker(monkeypatch):
     out, elapsed, kills = _slow_call(monkeypatch)
     assert out["accuracy"] == 0.0
     assert kills == 1
-    assert elapsed < R.CPU_BUDGET_S + CALL_LIMIT_S
+    assert elapsed < V.CPU_BUDGET_S + CALL_LIMIT_S
     # The next call gets a freshly forked worker and is correct and quick.
     t0 = time.perf_counter()
     assert R.score("<answer>\n$\\frac{36}{2}$\n</answer>", "#### 18", "gsm8k")["accuracy"] == 1.0
@@ -289,7 +289,7 @@ def test_cpu_timer_works_from_a_worker_thread(monkeypatch):
     out, elapsed, kills = results["slow"]
     assert out["accuracy"] == 0.0
     assert kills == 1
-    assert elapsed < R.CPU_BUDGET_S + CALL_LIMIT_S
+    assert elapsed < V.CPU_BUDGET_S + CALL_LIMIT_S
     assert results["normal"]["accuracy"] == 1.0
 
 
@@ -310,6 +310,6 @@ def test_scores_from_many_threads_agree():
 
 def test_worker_killed_from_outside_is_replaced():
     R.warmup()
-    os.kill(R._VERIFIER.worker.pid, signal.SIGKILL)
+    os.kill(V.worker_pid(), signal.SIGKILL)
     time.sleep(0.05)
     assert R.score("<answer>\n$\\frac{36}{2}$\n</answer>", "#### 18", "gsm8k")["accuracy"] == 1.0

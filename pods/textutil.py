@@ -1,0 +1,31 @@
+"""Small text helpers shared by pods.data and pods.rewards (standard library only).
+
+Tests: ``pytest tests/test_rewards.py -k boxed tests/test_data.py -k boxed``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["last_boxed"]
+
+
+def last_boxed(text: str) -> str | None:
+    """Contents of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in text, nested braces matched, unstripped.
+
+    ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``. None when there is no ``\\boxed{``/``\\fbox{``,
+    or when the last one is never closed (``\\boxed{12`` at the end of a truncated text yields
+    nothing, not ``12``): an unclosed box is not an answer. Linear time.
+    """
+    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
+    if start < 0:
+        return None
+    i = text.index("{", start) + 1
+    depth = 1
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j]
+    return None
