@@ -1,10 +1,12 @@
 # PODS reproduction workflow: every run of the paper, its figures, and the time-to-peak table.
 #
-#   snakemake                                   # tiny profile (default): CPU, this machine
-#   snakemake --config profile=paper            # the paper's 200 runs (GPUs, see docs/workflow.md)
+#   snakemake                                   # tiny scale (default): CPU, this machine
+#   snakemake --config scale=paper              # the paper's 200 runs (GPUs, see docs/workflow.md)
 #   snakemake -c1 results/released/time_to_peak.csv --config released_logs=DIR
 #
-# Runs are declared once in config/runs.tsv; config/config.yaml holds profiles, seeds and budgets.
+# Runs are declared once in config/runs.tsv (arms; `role` marks each setting's main comparison),
+# settings once in pods/registry.py (SETTINGS: experiment YAML per scale, metric, titles, ...);
+# config/config.yaml holds the workflow knobs of each scale: seeds, budgets, resources.
 # How to run a single experiment, use a cluster, and build the report: docs/workflow.md.
 import os
 import sys
@@ -20,6 +22,8 @@ envvars:
 # Rules run `python -m pods ...`: make that the interpreter Snakemake itself runs under (the project's
 # .venv when started as .venv/bin/snakemake), whether or not the environment was activated.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+# rules/common.smk imports pods.registry (settings, run names, the sheet parser) from this checkout.
+sys.path.insert(0, workflow.basedir)
 
 
 configfile: "config/config.yaml"

@@ -23,7 +23,7 @@ if not settings:
     F.placeholder(axes[0, 1], "no runs")
 for row, s in zip(axes, settings, strict=False):
     groups = F.main_groups(curves, s)
-    metric = F.A.SETTING_METRIC.get(s, "accuracy")
+    metric = F.R.setting_metric(s)
     F.curve_panel(row[0], curves, s, groups, metric=metric)
     row[0].set_title(F.title(curves, s) + ("  [format + answer correct]" if metric != "accuracy" else ""))
     F.bar_panel(row[1], steps, s, groups)

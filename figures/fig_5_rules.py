@@ -23,7 +23,7 @@ else:
     sel = {"n": n0, "m": m0, "normalize": "after", "grad_accum": 1}
     present = set(F.A.select(curves, setting=s, **sel)["rule"])
     groups = [
-        (r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.A.arm_name(n0, m0, r)]) for r in RULES if r in present
+        (r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.A.arm_label(n0, m0, r)]) for r in RULES if r in present
     ]
     F.curve_panel(ax_c, curves, s, groups)
     absent = [r for r in RULES if r not in present]

@@ -26,7 +26,7 @@ if "before" not in have:
     F.placeholder(ax_b, "no runs")
 else:
     groups = [
-        (f"{w} down-sampling", {**sel, "normalize": w}, F.ARM_COLOR[F.A.arm_name(2, 1, "max_variance", w)])
+        (f"{w} down-sampling", {**sel, "normalize": w}, F.ARM_COLOR[F.A.arm_label(2, 1, "max_variance", w)])
         for w in ("after", "before")
     ]
     F.curve_panel(ax_c, curves, s, groups)

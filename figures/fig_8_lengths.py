@@ -26,7 +26,7 @@ if curves is not None:
         panels.append(
             (
                 "a",
-                [(r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.A.arm_name(2, 1, r)]) for r in rules],
+                [(r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.A.arm_label(2, 1, r)]) for r in rules],
                 "rules",
             )
         )

@@ -22,6 +22,7 @@ matplotlib.rc_file(Path(__file__).with_name("matplotlibrc"))
 import matplotlib.pyplot as plt  # noqa: E402
 
 from pods import analysis as A  # noqa: E402
+from pods import registry as R  # noqa: E402
 
 ARM_LABEL = {
     "grpo": "GRPO",
@@ -44,16 +45,6 @@ ARM_COLOR = {
 }
 DATASET_LABEL = {"gsm8k": "GSM8K", "gsm8k_platinum": "GSM8K Platinum", "math": "MATH-500", "train": "training rollouts"}
 PALETTE = ["#CF4D58", "#F39458", "#5894DB", "#4CC388", "#C37AB7", "#8C8C8C"]
-# Titles of the paper-scale settings (experiments/*.yaml names, also used for the released logs);
-# any other setting (tiny/smoke analogues) is titled by its own name.
-PAPER_TITLE = {
-    "a_gsm8k_qwen3b": "GSM8K, Qwen2.5-3B, 1 GPU",
-    "b_gsm8k_llama3b": "GSM8K, Llama-3.2-3B, 1 GPU",
-    "c_math_qwen3b": "MATH, Qwen2.5-3B, 1 GPU",
-    "d_chem_qwen3b": "Chemistry, Qwen2.5-3B, 1 GPU",
-    "e_gsm8k_qwen3b_8gpu": "GSM8K, Qwen2.5-3B, 8 GPUs",
-    "f_gsm8k_qwen7b_8gpu": "GSM8K, Qwen2.5-7B, 8 GPUs",
-}
 
 
 def parser(doc: str, bench: bool = False) -> argparse.ArgumentParser:
@@ -92,7 +83,7 @@ def placeholder(ax, text: str) -> None:
 def title(df, setting: str) -> str:
     names = df.loc[df["setting"] == setting, "setting_name"].unique() if df is not None else []
     name = str(names[0]) if len(names) else ""
-    return f"({setting}) {PAPER_TITLE.get(name, name)}"
+    return R.setting_title(setting, name)  # the setting record's title (paper or tiny analogue)
 
 
 def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy") -> None:

@@ -6,7 +6,8 @@ scripts in `figures/` only select and plot.
 Tidy curves (`CURVE_COLUMNS`, one row per run x evaluation x dataset x metric):
     setting       paper letter a-f when known, else the run's setting name
     setting_name  the name the runs carry (`config.json: setting`, or the authors' file prefix)
-    arm           grpo | grpo_ga | pods | pods_<rule> | pods[_<rule>]_before  (see `arm_name`)
+    arm           grpo | grpo_ga | pods | pods_<rule> | pods[_<rule>]_before  (see `arm_label`)
+    role          baseline | pods | empty: the run sheet's `role` of the run's row (main comparison)
     n, m, rule, normalize, grad_accum, seed
     grid          index on the evaluation grid (0 = the t = 0 evaluation / base model)
     time_s        grid time in training seconds (evaluation excluded); time_s_raw: as logged
@@ -63,21 +64,23 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
+
+from pods import registry
 
 # fmt: off
-CURVE_COLUMNS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed", "grid",
+CURVE_COLUMNS = ["setting", "setting_name", "arm", "role", "n", "m", "rule", "normalize", "grad_accum", "seed", "grid",
                  "time_s", "time_s_raw", "step", "dataset", "primary_dataset", "metric", "value", "source"]
-STEP_COLUMNS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed", "time_s",
+STEP_COLUMNS = ["setting", "setting_name", "arm", "role", "n", "m", "rule", "normalize", "grad_accum", "seed", "time_s",
                 "steps", "seconds_per_step", "gen_s_per_step", "update_s_per_step", "completion_len_mean",
                 "peak_mem_mb", "source"]
 # fmt: on
 # Columns that identify one configuration (an "arm" at given n, m, ...) across seeds.
 CONFIG_KEYS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum"]
-METRICS = ("accuracy", "format_accuracy", "both_accuracy", "completion_len_mean")
-PAPER_SPEEDUP = {"a": 2.0, "b": 3.0, "c": 2.0, "d": 1.8, "e": 1.7, "f": 1.7}  # paper Table 3
-# Metric of each setting's Fig. 3 curve and Table 3 entry (PAPER.md §3.4, scripts/plot.py setting 6).
-SETTING_METRIC = {"b": "both_accuracy"}
+METRICS = registry.METRICS
 DEFAULT_THRESHOLD = 0.99
+# The paper sheet: roles of the released runs (config/runs.tsv), unless --sheet says otherwise.
+PAPER_SHEET = registry.REPO_ROOT / "config" / "runs.tsv"
 
 
 class AnalysisInputError(ValueError):
@@ -88,25 +91,28 @@ class AnalysisInputError(ValueError):
 # naming
 
 
-def arm_name(n: int, m: int, rule: str = "max_variance", normalize: str = "after", grad_accum: int = 1) -> str:
-    """Arm label of a configuration: n == m is vanilla GRPO (any rule keeps all rollouts)."""
+def arm_label(n: int, m: int, rule: str = "max_variance", normalize: str = "after", grad_accum: int = 1) -> str:
+    """Arm label of a configuration (the curves' `arm` column; not a run-directory name, which is
+    pods.registry.format_run_name): n == m is vanilla GRPO (any rule keeps all rollouts)."""
     if int(n) == int(m):
         return "grpo_ga" if int(grad_accum) > 1 else "grpo"
     name = "pods" if rule == "max_variance" else f"pods_{rule}"
     return name if normalize == "after" else f"{name}_{normalize}"
 
 
-_LETTER_TOKEN = re.compile(r"(?:^|[_\-~.])([a-f])(?:$|[_\-~.])")
-
-
 def setting_letter(name: str, letters: Mapping[str, str] | None = None) -> str | None:
-    """Paper letter of a setting name: an explicit map first, then a lone a-f token ("tiny_b")."""
+    """Paper letter of a setting name: an explicit map first, then the experiment names of the
+    setting records (pods.registry.SETTINGS), then a lone letter token ("tiny_b", "b_toy")."""
     if letters and name in letters:
         return letters[name]
+    known = registry.setting_names()
+    if name in known:
+        return known[name]
     low = str(name).lower()
-    if len(low) == 1 and low in "abcdef":
+    alphabet = "".join(sorted(registry.SETTINGS))
+    if len(low) == 1 and low in alphabet:
         return low
-    hit = _LETTER_TOKEN.search(low)
+    hit = re.search(rf"(?:^|[_\-~.])([{alphabet}])(?:$|[_\-~.])", low)
     return hit.group(1) if hit else None
 
 
@@ -122,28 +128,27 @@ def time_unit(max_time_s: float) -> tuple[str, float]:
 # ----------------------------------------------------------------------------------------------
 # the authors' released logs
 
-_SINGLE_GPU = re.compile(
-    r"^Instruct-(?P<ds>GSM8K|MATH-NF|Llama)(?:-(?P<rule>MaxR|Rand))?-512-(?P<n>\d+)-(?P<m>\d+)"
-    r"(?:-(?P<beta>[\d.]+))?-Run(?P<run>\d+)\.json$"
-)
+
+def _single_gpu_pattern() -> re.Pattern:
+    """File names of the authors' per-run JSONs; the dataset tokens come from the setting records."""
+    tokens = "|".join(re.escape(s.released.token) for s in _released_settings("json").values())
+    return re.compile(
+        rf"^Instruct-(?P<ds>{tokens})(?:-(?P<rule>MaxR|Rand))?-512-(?P<n>\d+)-(?P<m>\d+)"
+        r"(?:-(?P<beta>[\d.]+))?-Run(?P<run>\d+)\.json$"
+    )
+
+
 _WANDB_RUN = re.compile(
     r"^data/(?P<run>\S+-s(?P<seed>\d+)-p\d+-n(?P<n>\d+)-m(?P<m>\d+)-ga(?P<ga>\d+))"
     r" - (?P<key>.+)$"
 )
-_RELEASED = {  # setting -> (grid s, horizon s, primary dataset, base file)
-    "a": (1800, 21600, "gsm8k", "base-qwen.json"),
-    "b": (600, 5400, "gsm8k", "base-llama.json"),
-    "c": (1800, 21600, "math", "base-qwen.json"),
-    "e": (120, 1800, "gsm8k", None),
-    "f": (120, 1800, "gsm8k", None),
-}
-# Setting names as in experiments/*.yaml, so released and our curves line up.
-_RELEASED_NAMES = {
-    "GSM8K": ("a", "a_gsm8k_qwen3b"),
-    "Llama": ("b", "b_gsm8k_llama3b"),
-    "MATH-NF": ("c", "c_math_qwen3b"),
-}
-_MULTI_GPU = {"e": ("h100s", "e_gsm8k_qwen3b_8gpu"), "f": ("a100s", "f_gsm8k_qwen7b_8gpu")}
+
+
+def _released_settings(kind: str) -> dict[str, registry.Setting]:
+    """Settings whose released logs are of `kind` (json | wandb), by letter."""
+    return {k: s for k, s in registry.SETTINGS.items() if s.released is not None and s.released.kind == kind}
+
+
 # pods.data calls the MATH-500 test set "math"; AMC23 keeps its name (evaluated, never reported).
 _AUTHOR_DATASETS = {"math500": "math"}
 _AUTHOR_METRICS = {
@@ -156,10 +161,10 @@ _AUTHOR_RULES = {None: "max_variance", "MaxR": "max_reward", "Rand": "random"}
 
 
 # fmt: off
-def _ident(setting, name, n, m, rule, normalize, ga, seed, primary) -> dict:
+def _ident(setting, name, n, m, rule, normalize, ga, seed, primary, role="") -> dict:
     """The identity columns of one run (CURVE_COLUMNS up to seed, plus primary_dataset)."""
-    return dict(setting=setting, setting_name=name, arm=arm_name(n, m, rule, normalize, ga), n=n, m=m, rule=rule,
-                normalize=normalize, grad_accum=ga, seed=seed, primary_dataset=primary)
+    return dict(setting=setting, setting_name=name, arm=arm_label(n, m, rule, normalize, ga), role=role, n=n, m=m,
+                rule=rule, normalize=normalize, grad_accum=ga, seed=seed, primary_dataset=primary)
 
 
 def _row(ident, grid, time_s, time_s_raw, step, dataset, metric, value, source) -> dict:
@@ -173,11 +178,13 @@ def _step_ident(ident: dict) -> dict:
     return {c: ident[c] for c in STEP_COLUMNS if c in ident}
 
 
-def _read_single_gpu(path: Path, match: re.Match, base_cache: dict) -> tuple[list, dict]:
-    letter, name = _RELEASED_NAMES[match["ds"]]
-    grid_s, horizon_s, primary, base_file = _RELEASED[letter]
+def _read_single_gpu(path: Path, match: re.Match, base_cache: dict, roles: Mapping) -> tuple[list, dict]:
+    rec = next(s for s in _released_settings("json").values() if s.released.token == match["ds"])
+    letter, name, primary, base_file = rec.letter, rec.name, rec.dataset, rec.released.base_file
+    grid_s, horizon_s = rec.grid_s, rec.horizon_s
     n, m, rule = int(match["n"]), int(match["m"]), _AUTHOR_RULES[match["rule"]]
-    ident = _ident(letter, name, n, m, rule, "after", 1, int(match["run"]), primary)
+    role = roles.get((letter, _released_run_name(rec, n, m, rule, "after", 1)), "")
+    ident = _ident(letter, name, n, m, rule, "after", 1, int(match["run"]), primary, role)
     log = json.loads(path.read_text())
     # The i-th checkpoint by step number was saved at (i + 1) grid intervals (scripts/plot.py).
     ckpts = sorted(log, key=lambda k: int(k.rsplit("-", 1)[-1]))
@@ -229,9 +236,10 @@ def _nearest(series: list, target_s: float) -> tuple[float, float]:
     return series[int(np.abs(times - target_s).argmin())]
 
 
-def _read_multi_gpu(log_dir: Path, letter: str) -> tuple[list, list]:
-    prefix, name = _MULTI_GPU[letter]
-    grid_s, horizon_s, primary, _ = _RELEASED[letter]
+def _read_multi_gpu(log_dir: Path, letter: str, roles: Mapping) -> tuple[list, list]:
+    rec = registry.SETTINGS[letter]
+    prefix, name, primary = rec.released.token, rec.name, rec.dataset
+    grid_s, horizon_s = rec.grid_s, rec.horizon_s
     targets_s = np.arange(0, horizon_s + 1, grid_s)
     rows, step_rows = [], []
     # Each file is read with its own seeds: the accuracy file has A100 GA seed 15, the length
@@ -243,7 +251,8 @@ def _read_multi_gpu(log_dir: Path, letter: str) -> tuple[list, list]:
         for run in sorted(r for r, k in series if k == key and (r, "_step") in series):
             hit = _WANDB_RUN.match(f"data/{run} - x")
             n, m, ga = int(hit["n"]), int(hit["m"]), int(hit["ga"])
-            ident = _ident(letter, name, n, m, "max_variance", "after", ga, int(hit["seed"]), primary)
+            role = roles.get((letter, _released_run_name(rec, n, m, "max_variance", "after", ga)), "")
+            ident = _ident(letter, name, n, m, "max_variance", "after", ga, int(hit["seed"]), primary, role)
             src = f"{prefix}-{kind}.csv"
             for k, target in enumerate(targets_s):
                 t_raw, value = _nearest(series[(run, key)], target)
@@ -256,8 +265,37 @@ def _read_multi_gpu(log_dir: Path, letter: str) -> tuple[list, list]:
     return rows, step_rows
 
 
-def _released(log_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _paper_defaults(rec: registry.Setting) -> dict:
+    """rollout.normalize and optim.grad_accum of a setting's paper-scale YAML (its run-name base)."""
+    path = registry.REPO_ROOT / rec.experiments.get("paper", "")
+    cfg = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    return {
+        "norm": (cfg.get("rollout") or {}).get("normalize", "after"),
+        "ga": int((cfg.get("optim") or {}).get("grad_accum") or 1),
+    }
+
+
+def _released_run_name(rec: registry.Setting, n, m, rule, normalize, ga) -> str:
+    """The run-directory name a released run would have in our paper-scale workflow."""
+    base = _paper_defaults(rec)
+    extra = [f"{k}~{v}" for k, v in (("norm", normalize), ("ga", ga)) if v != base[k]]
+    return registry.format_run_name(rule, n, m, extra)
+
+
+def sheet_roles(sheet: str | Path | None) -> dict[tuple[str, str], str]:
+    """(setting letter, run-directory name) -> role, from a run sheet ({} without one)."""
+    if sheet is None:
+        return {}
+    try:
+        arms = registry.read_sheet(sheet)
+    except registry.SheetError as err:
+        raise AnalysisInputError(str(err)) from None
+    return {(a.setting, a.run_name): a.role for a in arms}
+
+
+def _released(log_dir: str | Path, sheet: str | Path | None = PAPER_SHEET) -> tuple[pd.DataFrame, pd.DataFrame]:
     log_dir = Path(log_dir)
+    roles = sheet_roles(sheet)
     if not log_dir.is_dir():
         raise AnalysisInputError(
             f"released-logs folder {log_dir} does not exist: pass the authors' results/ folder "
@@ -265,15 +303,17 @@ def _released(log_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
             "github.com/YixuanEvenXu/pods, commit 187f43b, folder results/)"
         )
     rows, step_rows, base_cache = [], [], {}
+    single_gpu = _single_gpu_pattern()
     for path in sorted(log_dir.glob("Instruct-*.json")):
-        hit = _SINGLE_GPU.match(path.name)
+        hit = single_gpu.match(path.name)
         if hit:
-            r, s = _read_single_gpu(path, hit, base_cache)
+            r, s = _read_single_gpu(path, hit, base_cache, roles)
             rows += r
             step_rows.append(s)
-    for letter, (prefix, _) in _MULTI_GPU.items():
+    for letter, rec in _released_settings("wandb").items():
+        prefix = rec.released.token
         if (log_dir / f"{prefix}-acc.csv").exists() and (log_dir / f"{prefix}-length.csv").exists():
-            r, s = _read_multi_gpu(log_dir, letter)
+            r, s = _read_multi_gpu(log_dir, letter, roles)
             rows += r
             step_rows += s
     if not rows:
@@ -327,7 +367,7 @@ def _grid_index(time_s: float, grid_s: float) -> int:
     return int(math.floor(time_s / grid_s + 0.01))
 
 
-def _one_run(run_dir: Path, letters: Mapping[str, str] | None) -> tuple[list, dict]:
+def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -> tuple[list, dict]:
     cfg = json.loads((run_dir / "config.json").read_text())
     roll, ev = cfg.get("rollout", {}), cfg.get("eval", {})
     n, m = int(roll["n"]), int(roll["m"])
@@ -336,7 +376,9 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None) -> tuple[list, di
     name = str(cfg.get("setting") or run_dir.parts[-3])
     datasets = ev.get("datasets") or [None]
     letter = setting_letter(name, letters) or name
-    ident = _ident(letter, name, n, m, rule, normalize, ga, int(cfg.get("seed", 0)), datasets[0])
+    # The run directory is {setting}/{run name}/seed~{seed}: its row of the sheet gives the role.
+    role = roles.get((letter, run_dir.parent.name), "")
+    ident = _ident(letter, name, n, m, rule, normalize, ga, int(cfg.get("seed", 0)), datasets[0], role)
     # Grid: wall-clock (eval.every_s, the paper's) or steps (eval.every_steps, deterministic tests;
     # seeds are then aligned by step and time_s stays the logged time).
     every_steps = ev.get("every_steps")
@@ -382,8 +424,9 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None) -> tuple[list, di
     return rows, step_row
 
 
-def _collect(root: str | Path, letters: Mapping[str, str] | None = None):
+def _collect(root: str | Path, letters: Mapping[str, str] | None = None, sheet: str | Path | None = None):
     root = Path(root)
+    roles = sheet_roles(sheet)
     how = (
         "train runs first (`snakemake` or `python -m pods train CONFIG`); each run directory "
         "needs config.json and eval.jsonl (docs/DESIGN.md)"
@@ -395,7 +438,7 @@ def _collect(root: str | Path, letters: Mapping[str, str] | None = None):
         raise AnalysisInputError(f"no run directories under {root}: {how}")
     rows, step_rows = [], []
     for d in run_dirs:
-        r, s = _one_run(d, letters)
+        r, s = _one_run(d, letters, roles)
         rows += r
         step_rows.append(s)
     if not rows:
@@ -405,22 +448,28 @@ def _collect(root: str | Path, letters: Mapping[str, str] | None = None):
     return _tidy(pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)), steps
 
 
-def load_runs(root: str | Path, letters: Mapping[str, str] | None = None) -> pd.DataFrame:
+def load_runs(
+    root: str | Path, letters: Mapping[str, str] | None = None, sheet: str | Path | None = None
+) -> pd.DataFrame:
     """Tidy curves (CURVE_COLUMNS) from every run directory under `root`.
 
-    The arm comes from the resolved config (see `arm_name`); the setting letter from
-    `setting_letter(config.setting, letters)`. Unfinished runs (no summary.json) are included.
+    The arm comes from the resolved config (see `arm_label`); the setting letter from
+    `setting_letter(config.setting, letters)`; the role from the run `sheet` (the row whose run name
+    is the run's directory name). Unfinished runs (no summary.json) are included.
     """
-    return _collect(root, letters)[0]
+    return _collect(root, letters, sheet)[0]
 
 
-def load_run_steps(root: str | Path, letters: Mapping[str, str] | None = None) -> pd.DataFrame:
+def load_run_steps(
+    root: str | Path, letters: Mapping[str, str] | None = None, sheet: str | Path | None = None
+) -> pd.DataFrame:
     """One row per run (STEP_COLUMNS): s/step, generation/update split, mean training length."""
-    return _collect(root, letters)[1]
+    return _collect(root, letters, sheet)[1]
 
 
 def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     df = df.astype({"n": int, "m": int, "grad_accum": int, "seed": int, "grid": int})
+    df["role"] = df["role"].fillna("").astype(str)
     return df.sort_values(
         ["setting", "arm", "n", "m", "rule", "normalize", "seed", "dataset", "metric", "grid"], kind="stable"
     ).reset_index(drop=True)
@@ -442,14 +491,15 @@ def read_curves(path: str | Path) -> pd.DataFrame:
             f"{path} is not a curves table (missing columns {sorted(missing)} "
             "or no rows): regenerate it with `python -m pods.analysis collect`"
         )
-    return df.astype({"setting": str, "seed": int, "grid": int})
+    return df.astype({"setting": str, "seed": int, "grid": int}).assign(role=df["role"].fillna("").astype(str))
 
 
 def read_steps(path: str | Path | None) -> pd.DataFrame | None:
     """Read a steps.csv; None when no path is given or the file is absent (figures show a note)."""
     if path is None or not Path(path).exists() or Path(path).stat().st_size == 0:
         return None
-    return pd.read_csv(path, keep_default_na=False, na_values=[""]).astype({"setting": str})
+    steps = pd.read_csv(path, keep_default_na=False, na_values=[""]).astype({"setting": str})
+    return steps.assign(role=steps["role"].fillna("").astype(str)) if "role" in steps else steps
 
 
 # ----------------------------------------------------------------------------------------------
@@ -642,29 +692,25 @@ def _label(sel: Mapping) -> str:
 
 
 def main_comparison(df: pd.DataFrame, setting: str) -> tuple[dict, dict] | None:
-    """Selectors for the baseline and PODS arms of a setting's Fig. 3 / Table 3 comparison.
-
-    Baseline: grpo_ga for (e)/(f) or when only GA runs exist, else grpo. PODS: arm "pods"
-    (max-variance, normalized after), preferring the same m as the baseline, then the
-    down-sampling ratio n/m closest to 4 (Table 2), then the most seeds. None if either is absent.
-    """
-    sub = df[df["setting"].astype(str) == str(setting)]
-    arms = set(sub["arm"])
-    base_arm = "grpo_ga" if ("grpo_ga" in arms and (setting in "ef" or "grpo" not in arms)) else "grpo"
-    if base_arm not in arms or "pods" not in arms:
+    """Selectors for the baseline and PODS arms of a setting's Fig. 3 / Table 3 comparison: the
+    runs whose sheet row has `role` baseline / pods (the `role` column). None if either is absent."""
+    if "role" not in df.columns:
         return None
-    base = sub[sub["arm"] == base_arm]
-    # The baseline configuration with the most seeds (there is normally exactly one).
-    bn, bm, bga = base.groupby(["n", "m", "grad_accum"])["seed"].nunique().idxmax()
-    cands = sub[sub["arm"] == "pods"].groupby(["n", "m", "grad_accum"])["seed"].nunique().reset_index()
-    same_m = cands[cands["m"] == bm]
-    cands = same_m if not same_m.empty else cands
-    cands = cands.assign(ratio_gap=np.abs(np.log(cands["n"] / cands["m"]) - np.log(4)))
-    best = cands.sort_values(["ratio_gap", "seed"], ascending=[True, False]).iloc[0]
-    return (
-        {"arm": base_arm, "n": int(bn), "m": int(bm), "grad_accum": int(bga)},
-        {"arm": "pods", "n": int(best["n"]), "m": int(best["m"]), "grad_accum": int(best["grad_accum"])},
-    )
+    sub = df[df["setting"].astype(str) == str(setting)]
+    out = []
+    for role in registry.ROLES:
+        runs = sub[sub["role"] == role]
+        if runs.empty:
+            return None
+        configs = runs[["arm", "n", "m", "grad_accum"]].drop_duplicates()
+        if len(configs) > 1:
+            raise AnalysisInputError(
+                f"setting {setting}: runs of {len(configs)} configurations carry role {role!r}; "
+                "the run sheet marks one row per role and setting"
+            )
+        arm, n, m, ga = configs.iloc[0]
+        out.append({"arm": str(arm), "n": int(n), "m": int(m), "grad_accum": int(ga)})
+    return out[0], out[1]
 
 
 def primary_dataset(df: pd.DataFrame, setting: str) -> str:
@@ -686,10 +732,10 @@ def default_comparisons(df: pd.DataFrame, metric: str | None = None) -> list[Com
             Comparison(
                 setting=s,
                 dataset=primary_dataset(df, s),
-                metric=metric or SETTING_METRIC.get(s, "accuracy"),
+                metric=metric or registry.setting_metric(s),
                 baseline=sel[0],
                 pods=sel[1],
-                paper=PAPER_SPEEDUP.get(s),
+                paper=registry.SETTINGS[s].paper_speedup if s in registry.SETTINGS else None,
             )
         )
     return out
@@ -802,28 +848,28 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     return paths
 
 
-def released_comparisons() -> list[Comparison]:
-    """Table 3 (a), (b), (c), (e), (f) as computed by the authors' scripts (PAPER.md §5)."""
-    spec = {
-        "a": ("gsm8k", "accuracy", (16, 16, 1), (64, 16, 1)),
-        "b": ("gsm8k", "both_accuracy", (16, 16, 1), (64, 16, 1)),
-        "c": ("math", "accuracy", (8, 8, 1), (32, 8, 1)),
-        "e": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4)),
-        "f": ("gsm8k", "accuracy", (32, 32, 16), (128, 32, 4)),
-    }
+def _arm_selector(rec: registry.Setting, arm: registry.Arm) -> dict:
+    """{"arm", "n", "m", "grad_accum"} of a sheet row at paper scale (YAML values where the row
+    does not override them)."""
+    base = _paper_defaults(rec)
+    ga = int(arm.extra_value("optim.grad_accum") or base["ga"])
+    normalize = arm.extra_value("rollout.normalize") or base["norm"]
+    return {"arm": arm_label(arm.n, arm.m, arm.rule, normalize, ga), "n": arm.n, "m": arm.m, "grad_accum": ga}
+
+
+def released_comparisons(sheet: str | Path = PAPER_SHEET) -> list[Comparison]:
+    """Table 3 for every setting with released logs: the `role` rows of the paper sheet, the
+    dataset, metric and paper speed-up of the setting's record (PAPER.md §5)."""
+    try:
+        main = registry.main_arms(registry.read_sheet(sheet))
+    except registry.SheetError as err:
+        raise AnalysisInputError(str(err)) from None
     out = []
-    for s, (ds, metric, (bn, bm, bga), (pn, pm, pga)) in spec.items():
-        base_arm = "grpo_ga" if bga > 1 else "grpo"
-        out.append(
-            Comparison(
-                s,
-                ds,
-                metric,
-                {"arm": base_arm, "n": bn, "m": bm, "grad_accum": bga},
-                {"arm": "pods", "n": pn, "m": pm, "grad_accum": pga},
-                PAPER_SPEEDUP[s],
-            )
-        )
+    for letter, rec in registry.SETTINGS.items():
+        if rec.released is None or letter not in main:
+            continue
+        base, pods = (_arm_selector(rec, main[letter][role]) for role in registry.ROLES)
+        out.append(Comparison(letter, rec.dataset, rec.metric, base, pods, rec.paper_speedup))
     return out
 
 
@@ -837,9 +883,9 @@ def _parse_letters(text: str | None) -> dict[str, str]:
     out = {}
     for item in text.split(","):
         name, sep, letter = item.partition("=")
-        if not sep or letter not in list("abcdef"):
+        if not sep or letter not in registry.SETTINGS:
             raise AnalysisInputError(
-                f"--letters item {item!r}: write NAME=LETTER with LETTER in a-f, "
+                f"--letters item {item!r}: write NAME=LETTER with LETTER one of {', '.join(registry.SETTINGS)}, "
                 "e.g. --letters tiny_gsm8k=a,tiny_llama=b"
             )
         out[name.strip()] = letter
@@ -858,10 +904,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("released", help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
     p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
     p = sub.add_parser("collect", help="curves.csv and steps.csv from our run directories")
     p.add_argument("--runs", required=True)
     p.add_argument("--out-dir", required=True)
     p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
+    p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
     p = sub.add_parser("time-to-peak", help="Table 3 with bootstrap CIs from a curves.csv")
     p.add_argument("--curves", required=True)
     p.add_argument("--out-dir", required=True)
@@ -875,12 +923,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = Path(args.out_dir)
         if args.cmd == "released":
-            curves, steps = _released(args.logs)
-            table = speedup_table(curves, released_comparisons(), args.threshold, args.n_boot, args.boot_seed)
+            curves, steps = _released(args.logs, args.sheet)
+            comparisons = released_comparisons(args.sheet)
+            table = speedup_table(curves, comparisons, args.threshold, args.n_boot, args.boot_seed)
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             written += write_table(table, out / "time_to_peak")
         elif args.cmd == "collect":
-            curves, steps = _collect(args.runs, _parse_letters(args.letters))
+            curves, steps = _collect(args.runs, _parse_letters(args.letters), args.sheet)
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             table = None
         else:
@@ -890,8 +939,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             if table.empty:
                 raise AnalysisInputError(
-                    f"{args.curves} has no setting with both a baseline (grpo or grpo_ga, n == m) "
-                    "and a PODS arm (n > m, max_variance, after): train both arms first"
+                    f"{args.curves} has no setting with both a baseline and a PODS run (the run sheet's "
+                    "`role` column, passed to `collect --sheet`): train both arms first"
                 )
             written = write_table(table, out / "time_to_peak")
     except AnalysisInputError as err:

@@ -57,12 +57,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import importlib
 import importlib.util
 import math
 import os
 import re
-import sys
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -71,12 +69,11 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from pods import registry
+from pods.registry import NAME_VOCAB
+
 __all__ = [
     "NAME_VOCAB",
-    "PAPER_ARMS",
-    "PAPER_SETTINGS",
-    "SMOL_ARMS",
-    "TINY_ARMS",
     "BudgetConfig",
     "CheckpointConfig",
     "ConfigError",
@@ -132,73 +129,20 @@ def _show(value: Any) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# Registries of valid names, read from the modules that own them (imported lazily: pods.config
-# stays cheap to import, and checks that fail early never pay for torch).
+# Valid names: pods.registry owns every enumeration (torch-free, so checks that fail early never
+# pay for torch) and the (rule, n, m) check.
 
-
-def _rules() -> tuple[str, ...]:
-    mod = sys.modules.get("pods.selectors")
-    if mod is not None:
-        return tuple(mod.RULES)
-    # pods.selectors imports torch (2-6 s here); config checks run before any work, so we read the
-    # registered names from its source instead (tests check they equal pods.selectors.RULES).
-    return _static_rules() or tuple(importlib.import_module("pods.selectors").RULES)
-
-
-@functools.cache
-def _static_rules() -> tuple[str, ...]:
-    """Names in ``@register_selector("name")`` decorators of pods/selectors.py, without importing it."""
-    import ast
-
-    try:
-        tree = ast.parse(Path(__file__).with_name("selectors.py").read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
-        return ()
-    names = []
-    for node in ast.walk(tree):
-        for dec in getattr(node, "decorator_list", []):
-            if (
-                isinstance(dec, ast.Call)
-                and getattr(dec.func, "id", None) == "register_selector"
-                and dec.args
-                and isinstance(dec.args[0], ast.Constant)
-                and isinstance(dec.args[0].value, str)
-            ):
-                names.append(dec.args[0].value)
-    return tuple(sorted(names))
-
-
-def _tasks() -> tuple[str, ...]:
-    from pods.data import TASKS
-
-    return tuple(TASKS)
-
-
-# Test sets with no training split (pods.data: "none (evaluation only)").
-EVAL_ONLY_TASKS = ("gsm8k_platinum",)
-
-
-def _prompt_styles() -> tuple[str, ...]:
-    from pods.data import PROMPT_STYLES
-
-    return tuple(PROMPT_STYLES)
-
-
-def _reward_variants() -> tuple[str, ...]:
-    from pods.rewards import VARIANTS
-
-    return tuple(VARIANTS)
-
-
-DTYPES = ("bfloat16", "float16", "float32", "auto")
-NORMALIZE = ("after", "before")
-BACKENDS = ("hf", "vllm")
-OPTIMIZERS = ("adamw_torch", "adamw_8bit")
-SCHEDULERS = ("constant", "cosine", "linear")
-AGGREGATIONS = ("sequence", "token")
-DEVICES = ("auto", "cpu", "cuda")
-GPU_ATTENTION = ("flash_attention_2", "flash_attention_3")
-ATTENTION = (*GPU_ATTENTION, "sdpa", "eager")
+RULES = registry.RULES
+DTYPES = registry.DTYPES
+NORMALIZE = registry.NORMALIZE
+BACKENDS = registry.BACKENDS
+OPTIMIZERS = registry.OPTIMIZERS
+SCHEDULERS = registry.SCHEDULERS
+AGGREGATIONS = registry.AGGREGATIONS
+DEVICES = registry.DEVICES
+GPU_ATTENTION = registry.GPU_ATTENTION
+ATTENTION = registry.ATTENTION
+EVAL_ONLY_TASKS = registry.EVAL_ONLY_TASKS
 _SETTING = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Common names from TRL / the authors' Hydra config, so a user coming from them is pointed home.
@@ -327,7 +271,7 @@ class TaskConfig(_Section):
     _prefix: ClassVar[str] = "task."
 
     name: str = "gsm8k"
-    """Task: gsm8k | math | chemistry | arith | arith_hard | arith_mc (pods.data.TASKS)."""
+    """Task: gsm8k | math | chemistry | arith | arith_hard | arith_mc (pods.registry.TASKS)."""
     train: str | None = None
     """Local .jsonl of training problems; null = the task's default source (pods.data)."""
     test: str | None = None
@@ -337,10 +281,10 @@ class TaskConfig(_Section):
     max_prompt_length: int = 512
     """Prompts longer than this many tokens are dropped (PAPER.md §3.4)."""
     reward: str = "paper"
-    """Reward variant (pods.rewards.VARIANTS): "paper" is App. A.1 (accuracy + format + tag count)."""
+    """Reward variant (pods.registry.REWARD_VARIANTS): "paper" is App. A.1 (accuracy + format + tag count)."""
 
     def _check(self) -> None:
-        tasks = [t for t in _tasks() if t not in EVAL_ONLY_TASKS]
+        tasks = list(registry.TRAIN_TASKS)
         if self.name in EVAL_ONLY_TASKS:
             self._fail(
                 "name",
@@ -357,12 +301,12 @@ class TaskConfig(_Section):
                     "must be a local JSON-lines file (*.jsonl)",
                     "give the path of a .jsonl file, or null for the task's default source",
                 )
-        styles = _prompt_styles()
+        styles = registry.PROMPT_STYLES
         if self.prompt_style not in styles:
             self._fail("prompt_style", "is not a known prompt style", f"use one of {', '.join(styles)}")
         if self.max_prompt_length < 1:
             self._fail("max_prompt_length", "must be >= 1", "use e.g. 512 (PAPER.md §3.3)")
-        variants = _reward_variants()
+        variants = registry.REWARD_VARIANTS
         if self.reward not in variants:
             self._fail(
                 "reward",
@@ -382,7 +326,7 @@ class RolloutConfig(_Section):
     m: int = 16
     """Rollouts kept per group for the update (Table 2 "update m"); 2 <= m <= n; n == m is vanilla GRPO."""
     rule: str = "max_variance"
-    """Down-sampling rule (pods.selectors.RULES); with n == m only max_variance or all (same run)."""
+    """Down-sampling rule (pods.registry.RULES); with n == m only max_variance or all (same run)."""
     normalize: str = "after"
     """Advantage statistics from the kept m ("after", the paper's default) or all n ("before", App. A.3)."""
     prompts_per_step: int = 1
@@ -401,36 +345,11 @@ class RolloutConfig(_Section):
     def _check(self) -> None:
         if self.n < 1:
             self._fail("n", "must be >= 1", "use e.g. rollout.n=64 (Table 2)")
-        if self.m > self.n:
-            self._fail(
-                "m",
-                f"is larger than rollout.n={self.n}; cannot keep more rollouts than are generated",
-                f"set rollout.m <= {self.n} (e.g. {max(2, self.n // 4)}) or raise rollout.n",
-            )
-        if self.m < 2:
-            self._fail(
-                "m", "keeps fewer than 2 rollouts per group; a group of one has zero advantage", "set rollout.m >= 2"
-            )
-        rules = _rules()
-        if self.rule not in rules:
-            self._fail(
-                "rule",
-                "is not a registered down-sampling rule",
-                f"use one of {', '.join(rules)}{_closest_hint(self.rule, rules)}",
-            )
-        if self.rule == "all" and self.m != self.n:
-            self._fail(
-                "rule",
-                f"keeps every rollout, which needs rollout.m == rollout.n (got n={self.n}, m={self.m})",
-                "set rollout.m equal to rollout.n, or choose a down-sampling rule such as max_variance",
-            )
-        if self.n == self.m and self.rule not in ("max_variance", "all"):
-            self._fail(
-                "rule",
-                f"does nothing when rollout.n == rollout.m == {self.n} (every rollout is kept), "
-                "so it would only give the vanilla GRPO run a second name",
-                "use rollout.rule=max_variance (how the authors run vanilla GRPO) or all",
-            )
+        try:
+            registry.check_rule(self.rule, self.n, self.m)
+        except registry.RuleError as err:
+            name = err.key.removeprefix(self._prefix)
+            raise ConfigError(err.key, getattr(self, name), err.problem, err.fix) from None
         if self.normalize not in NORMALIZE:
             self._fail("normalize", f"is not one of {', '.join(NORMALIZE)}", "use after (paper) or before (App. A.3)")
         if self.normalize == "before" and self.n == self.m:
@@ -453,14 +372,6 @@ class RolloutConfig(_Section):
             self._fail("backend", f"is not one of {', '.join(BACKENDS)}", "use hf (any machine) or vllm (GPU)")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
             self._fail("vllm_gpu_memory_utilization", "must be in (0, 1]", "use 0.5 (authors' code)")
-        # The selector module's own check, as a backstop, when it is loaded anyway (the trainer).
-        check = getattr(sys.modules.get("pods.selectors"), "check_rule", None)
-        if check is None:
-            return
-        try:
-            check(self.rule, self.n, self.m)
-        except ValueError as e:
-            raise ConfigError("rollout.rule", self.rule, str(e), "see pods/selectors.py") from None
 
 
 @dataclass(frozen=True)
@@ -581,7 +492,7 @@ class EvalConfig(_Section):
     every_steps: int | None = None
     """Evaluate every this many optimizer steps instead (deterministic tests); replaces every_s when set."""
     datasets: tuple[str, ...] = ("gsm8k",)
-    """Test sets (pods.data.TASKS); the one equal to task.name reads task.test when that is set."""
+    """Test sets (pods.registry.TASKS); the one equal to task.name reads task.test when that is set."""
     max_examples: int | None = None
     """Evaluate on the first this many test problems; null = the whole test set."""
     repeats: int = 5
@@ -605,7 +516,7 @@ class EvalConfig(_Section):
             self._fail("every_steps", "must be >= 1", "use a positive step count or null")
         if not self.datasets:
             self._fail("datasets", "is empty", "list at least one test set, e.g. [gsm8k]")
-        tasks = _tasks()
+        tasks = registry.TASK_NAMES
         for ds in self.datasets:
             if ds not in tasks:
                 raise ConfigError(
@@ -1204,53 +1115,7 @@ def validate(cfg: TrainConfig, *, check_machine: bool = True, machine: Machine |
 # ----------------------------------------------------------------------------------------------
 # Run names and directories
 
-# dotted key -> short name used in run names. Order = order in names. Keys with no entry are in
-# _NAME_EXCLUDED (they do not change what is learned) or are the head (rollout.rule/n/m).
-NAME_VOCAB: dict[str, str] = {
-    "policy.model": "model",
-    "policy.dtype": "dtype",
-    "policy.load_in_4bit": "q4",
-    "policy.lora.enabled": "lora",
-    "policy.lora.rank": "r",
-    "policy.lora.alpha": "alpha",
-    "policy.lora.dropout": "ldrop",
-    "policy.lora.targets": "ltgt",
-    "task.name": "task",
-    "task.train": "train",
-    "task.test": "test",
-    "task.prompt_style": "prompt",
-    "task.max_prompt_length": "plen",
-    "task.reward": "rew",
-    "rollout.normalize": "norm",
-    "rollout.prompts_per_step": "pps",
-    "rollout.temperature": "temp",
-    "rollout.top_p": "topp",
-    "rollout.max_completion_length": "len",
-    "rollout.backend": "gen",
-    "optim.optimizer": "opt",
-    "optim.lr": "lr",
-    "optim.scheduler": "sched",
-    "optim.scheduler_steps": "schedsteps",
-    "optim.warmup_ratio": "warm",
-    "optim.weight_decay": "wd",
-    "optim.adam_beta1": "b1",
-    "optim.adam_beta2": "b2",
-    "optim.max_grad_norm": "clip",
-    "optim.beta": "beta",
-    "optim.epsilon": "eps",
-    "optim.epsilon_high": "epshi",
-    "optim.aggregation": "agg",
-    "optim.grad_accum": "ga",
-    "budget.max_time_s": "time",
-    "budget.max_steps": "steps",
-    "eval.every_s": "evals",
-    "eval.every_steps": "evalsteps",
-    "eval.datasets": "evalds",
-    "eval.max_examples": "evaln",
-    "eval.repeats": "evalrep",
-    "eval.temperature": "evaltemp",
-    "eval.max_completion_length": "evallen",
-}
+# Short names of run-name fields: pods.registry.NAME_VOCAB (the sheet's `extra` column uses them too).
 _NAME_HEAD = ("rollout.rule", "rollout.n", "rollout.m")
 _NAME_EXCLUDED = (
     "setting",
@@ -1303,12 +1168,12 @@ def run_name(cfg: TrainConfig, base: TrainConfig | None = None) -> str:
     differ from `base` (default: experiments/{setting}.yaml, else the schema defaults)."""
     base = base if base is not None else _base_for(cfg)
     r = cfg.rollout
-    parts = [f"sel~{_fmt(r.rule)}", f"n~{r.n}", f"m~{r.m}"]
+    parts = []
     for key, short in NAME_VOCAB.items():
         value = _get(cfg, key)
         if value != _get(base, key):
             parts.append(f"{short}~{_fmt(value)}")
-    return "_".join(parts)
+    return registry.format_run_name(_fmt(r.rule), r.n, r.m, parts)
 
 
 _NAME_SPLIT = re.compile(r"_(?=[A-Za-z][A-Za-z0-9]*~)")
@@ -1335,45 +1200,3 @@ def default_run_dir(cfg: TrainConfig, root: str | os.PathLike = "results/runs") 
 def resolve_run_dir(cfg: TrainConfig, root: str | os.PathLike = "results/runs") -> Path:
     """cfg.out_dir when set, else :func:`default_run_dir`."""
     return Path(cfg.out_dir) if cfg.out_dir is not None else default_run_dir(cfg, root)
-
-
-# ----------------------------------------------------------------------------------------------
-# The paper's arms (for the workflow): setting letter -> arm -> overrides of the setting's YAML.
-
-PAPER_SETTINGS = {
-    "a": "a_gsm8k_qwen3b",
-    "b": "b_gsm8k_llama3b",
-    "c": "c_math_qwen3b",
-    "d": "d_chem_qwen3b",
-    "e": "e_gsm8k_qwen3b_8gpu",
-    "f": "f_gsm8k_qwen7b_8gpu",
-}
-"""Setting letter of PAPER.md Table 1 -> experiments/{name}.yaml (the PODS arm's values)."""
-
-PAPER_ARMS: dict[str, dict[str, list[str]]] = {
-    # (a)-(d): vanilla GRPO with the same update size m (PAPER.md §3.1); n == m.
-    "a": {"grpo": ["rollout.n=16", "rollout.m=16"], "pods": []},
-    # Table 2 prints 8/8 for (b); the released runs are 16-16 (PAPER.md §3.3 [DISCREPANCY], rows swapped).
-    "b": {"grpo": ["rollout.n=16", "rollout.m=16"], "pods": []},
-    # Table 2 prints 16/16 for (c); the released runs are MATH-NF-512-8-8 (same [DISCREPANCY]).
-    "c": {"grpo": ["rollout.n=8", "rollout.m=8"], "pods": []},
-    "d": {"grpo": ["rollout.n=16", "rollout.m=16"], "pods": []},
-    # (e)-(f): GRPO-GA, 16 accumulated groups of 32 = 512 rollouts per prompt (Table 2, exp.sh).
-    "e": {"grpo_ga": ["rollout.n=32", "rollout.m=32", "optim.grad_accum=16"], "pods": []},
-    "f": {"grpo_ga": ["rollout.n=32", "rollout.m=32", "optim.grad_accum=16"], "pods": []},
-}
-"""Overrides turning each setting's YAML into each arm; the baseline arm is first."""
-
-TINY_ARMS: dict[str, dict[str, list[str]]] = {
-    "a": {"grpo": ["rollout.n=16", "rollout.m=16"], "pods": []},
-    "b": {"grpo": ["rollout.n=16", "rollout.m=16"], "pods": []},
-    "c": {"grpo": ["rollout.n=8", "rollout.m=8"], "pods": []},  # (c)'s 32/8 vs 8/8
-    "d": {"grpo": ["rollout.n=16", "rollout.m=16"], "pods": []},
-    # GA over the same 128 rollouts per prompt: 16 groups of 8 vs PODS 4 groups of 32 keeping 8 each.
-    "e": {"grpo_ga": ["rollout.n=8", "rollout.m=8", "optim.grad_accum=16"], "pods": []},
-    "f": {"grpo_ga": ["rollout.n=8", "rollout.m=8", "optim.grad_accum=16"], "pods": []},
-}
-"""The same for experiments/tiny_{letter}.yaml (values tuned in issue 5)."""
-
-SMOL_ARMS: dict[str, list[str]] = {"grpo": ["rollout.n=4", "rollout.m=4"], "pods": []}
-"""The same for experiments/smol_gsm8k.yaml: GRPO vs PODS at the same update size m = 4."""

@@ -72,6 +72,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pods import registry
 from pods.textutil import last_boxed as extract_boxed  # the package's one \boxed{} extractor
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -99,10 +100,11 @@ SYSTEM_PROMPT_OPENR1 = (
     "answer. Respond in the following format: <think>\n...\n</think>\n<answer>\n...\n</answer>"
 )
 
-PROMPT_STYLES = ("instruct", "openr1", "plain")
 SPLITS = ("train", "test")
-SYNTHETIC_TASKS = ("arith", "arith_hard", "arith_mc")
-TASKS = ("gsm8k", "math", "chemistry", "gsm8k_platinum", *SYNTHETIC_TASKS)
+# Task and prompt-style names: pods.registry owns them (one record per task: name, description, kind).
+PROMPT_STYLES = registry.PROMPT_STYLES
+SYNTHETIC_TASKS = registry.SYNTHETIC_TASKS
+TASKS = registry.TASK_NAMES
 
 # Version of the synthetic generators: bump it whenever the generated problems, prompts or solutions
 # change, so that cached tiny models warm-started on the old data are rebuilt (pods.models.ensure_tiny).

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["group_advantages", "kl_k3", "pods_advantages", "policy_loss", "AGGREGATIONS", "NORMALIZE"]
+from pods.registry import AGGREGATIONS, NORMALIZE
 
-AGGREGATIONS = ("sequence", "token")
-NORMALIZE = ("after", "before")
+__all__ = ["group_advantages", "kl_k3", "pods_advantages", "policy_loss", "AGGREGATIONS", "NORMALIZE"]
 
 
 def group_advantages(rewards_P_N: torch.Tensor, eps: float = 1e-4, scale: bool = True) -> torch.Tensor:

@@ -128,15 +128,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TASKS: dict[str, str] = {
-    "gsm8k": "GSM8K: gold after '####', commas removed; math-verify accuracy",
-    "gsm8k_platinum": "GSM8K-Platinum (evaluation only): scored exactly as gsm8k",
-    "math": "MATH / MATH-500: gold = last \\boxed{} (nested braces matched) or the bare answer; math-verify",
-    "chemistry": "SciKnowEval L3 Chemistry: one letter A-D, compared directly (PAPER.md §6, App. A.1)",
-    "arith": "synthetic 2-digit arithmetic: integer in the <answer> block equals the gold",
-    "arith_hard": "synthetic 3-digit arithmetic: integer in the <answer> block equals the gold",
-    "arith_mc": "synthetic arithmetic as 4-option multiple choice: letter A-D",
-}
+from pods.registry import TASK_DESCRIPTIONS as TASKS  # noqa: E402  task name -> how it is scored
+
 VARIANTS: dict[str, str] = {
     "paper": "PAPER.md §3.4 / App. A.1: accuracy (math-verify) + format (0/1) + tags (0.25 each); max 3",
     "openr1": "PAPER.md §3.4, settings (e)-(f): open-r1 accuracy_reward (boxed-first LaTeX, gold = full "

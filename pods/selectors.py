@@ -40,6 +40,8 @@ from collections.abc import Callable
 
 import torch
 
+from pods import registry
+
 __all__ = ["RULES", "check_rule", "register_selector", "select"]
 
 # A rule maps (rewards_P_N float64, m, generator) -> keep_P_M (LongTensor, any order within a row).
@@ -67,32 +69,13 @@ def _rules_text() -> str:
 
 
 def check_rule(rule: str, n: int, m: int) -> None:
-    """Config-time check of a (rule, n, m) triple for training; raises ValueError saying the fix.
+    """Config-time check of a (rule, n, m) triple for training (:func:`pods.registry.check_rule`,
+    the one copy of it); raises ValueError saying the fix.
 
     Stricter than :func:`select`: training needs m >= 2, because the advantage of a group of one
     rollout is always zero (its reward equals its own mean).
     """
-    if rule not in _REGISTRY:
-        raise ValueError(f"unknown down-sampling rule {rule!r}; valid rules: {_rules_text()}")
-    for key, val in (("n", n), ("m", m)):
-        if isinstance(val, bool) or not isinstance(val, int):
-            raise ValueError(f"rollout.{key} must be an integer, got {val!r}")
-    if n < 1:
-        raise ValueError(f"rollout.n={n} must be >= 1 (rollouts generated per prompt)")
-    if m > n:
-        raise ValueError(
-            f"rollout.m={m} > rollout.n={n}: cannot keep more rollouts than are generated; "
-            f"set rollout.m <= {n} or raise rollout.n"
-        )
-    if m < 2:
-        raise ValueError(
-            f"rollout.m={m}: a kept group of one rollout always has zero advantage; set rollout.m >= 2"
-        )
-    if rule == "all" and m != n:
-        raise ValueError(
-            f"rule 'all' keeps every rollout, so it needs rollout.m == rollout.n (got n={n}, m={m}); "
-            "set rollout.m = rollout.n or choose another rule"
-        )
+    registry.check_rule(rule, n, m, rules=_REGISTRY)
 
 
 def _validate(rewards: torch.Tensor, m: int, rule: str) -> torch.Tensor:
@@ -210,5 +193,5 @@ def _all(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torc
     return torch.arange(N, device=r_P_N.device).expand(P, N)
 
 
-RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))
+RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))  # = pods.registry.RULES (tests/test_selectors.py)
 """Names of the registered down-sampling rules (valid values of ``rollout.rule``)."""

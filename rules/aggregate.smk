@@ -3,9 +3,10 @@
 
 rule collect:
     input:
-        # Exactly the runs of the active profile: the tables are never built from a partial DAG.
+        # Exactly the runs of the active scale: the tables are never built from a partial DAG.
         summaries=get_run_summaries,
         experiments=get_experiments,
+        sheet=SCALE["runs"],  # its `role` column: each setting's baseline and PODS runs
     output:
         curves=f"{ROOT}/tables/curves.csv",
         steps=f"{ROOT}/tables/steps.csv",
@@ -19,7 +20,7 @@ rule collect:
         "../envs/pods.yaml"
     shell:
         "python -m pods.analysis collect --runs {params.runs} --out-dir {params.out_dir}"
-        " --letters {params.letters:q} > {log} 2>&1"
+        " --letters {params.letters:q} --sheet {input.sheet:q} > {log} 2>&1"
 
 
 rule time_to_peak:
@@ -30,7 +31,7 @@ rule time_to_peak:
             f"{ROOT}/tables/time_to_peak.csv",
             caption="../report/time_to_peak.rst",
             category="Time-to-peak (Table 3)",
-            subcategory=f"profile {PROFILE_NAME}",
+            subcategory=f"scale {SCALE_NAME}",
         ),
         md=f"{ROOT}/tables/time_to_peak.md",
         tex=f"{ROOT}/tables/time_to_peak.tex",

@@ -1,7 +1,8 @@
-# Run sheet x profile -> the set of training runs, and the input/params functions of every rule.
+# Run sheet x scale -> the set of training runs, and the input/params functions of every rule.
 #
 # A run is one row of config/runs.tsv (an arm: setting, rule, n, m, extra overrides) times one seed
-# of the row's seed set in the active profile. Its directory is
+# of the row's seed set in the active scale. The settings themselves (experiment YAML per scale,
+# metric, titles, ...) are the records of pods.registry.SETTINGS. Its directory is
 #   {root}/runs/{setting}/sel~{rule}_n~{n}_m~{m}[_{extra}]/seed~{seed}/
 # (Paramspace-like `key~value` names, STYLE.md §3.3). Its `summary.json` is what the train step
 # declares as output: the trainer writes it last, so its presence means "finished".
@@ -11,6 +12,8 @@ import shlex
 import pandas as pd
 import yaml
 from snakemake.utils import validate
+
+from pods import registry
 
 # Figure scripts (figures/<name>.py) -> what the report says about them. fig_1 plots the benchmark
 # CSV (--bench); every other figure plots the tidy tables of the runs (--curves, --steps).
@@ -25,70 +28,54 @@ FIGURES = {
 }
 BENCH_FIGURE = "fig_1_asymmetry"
 RUN_FIGURES = [name for name in FIGURES if name != BENCH_FIGURE]
-ARM_PATTERN = r"sel~[a-z_]+_n~\d+_m~\d+(?:_[a-z]+~[^_/~]+)*"
+RUN_NAME_PATTERN = registry.RUN_NAME_PATTERN
 
 
 def _fail(message):
     raise ValueError(message)
 
 
-# ---------------------------------------------------------------------------- active profile
-PROFILE_NAME = config["profile"]
-if PROFILE_NAME not in config["profiles"]:
+# ---------------------------------------------------------------------------- active scale
+SCALE_NAME = config["scale"]
+if SCALE_NAME not in config["scales"]:
     _fail(
-        f"unknown profile {PROFILE_NAME!r}: choose one of {sorted(config['profiles'])} "
-        "(snakemake --config profile=NAME; profiles are defined in config/config.yaml)"
+        f"unknown scale {SCALE_NAME!r}: choose one of {sorted(config['scales'])} "
+        "(snakemake --config scale=NAME; scales are defined in config/config.yaml)"
     )
-PROFILE = config["profiles"][PROFILE_NAME]
-ROOT = PROFILE["root"]
+SCALE = config["scales"][SCALE_NAME]
+ROOT = SCALE["root"]
+for _letter in SCALE.get("settings", {}):
+    if _letter not in registry.SETTINGS:
+        _fail(f"scales.{SCALE_NAME}.settings.{_letter}: no such setting in pods.registry.SETTINGS")
 
 
 # ---------------------------------------------------------------------------- run sheet
 def load_sheet(path):
-    """The run sheet as a DataFrame, schema-validated and cross-checked against the profile."""
+    """The run sheet (pods.registry.read_sheet), schema-validated and cross-checked against the scale."""
     if not os.path.exists(path):
-        _fail(f"run sheet {path} not found: set profiles.{PROFILE_NAME}.runs in config/config.yaml to a TSV of runs")
-    sheet = pd.read_csv(path, sep="\t", keep_default_na=False, dtype=str)
-    for column in ("n", "m"):
-        # One bad cell would turn the whole column into text; name that cell instead.
-        for i, value in sheet.get(column, pd.Series(dtype=str)).items():
-            if not value.isdigit():
-                _fail(f"{path} line {i + 2}: {column}={value!r} is not a whole number of rollouts")
-        if column in sheet:
-            sheet[column] = sheet[column].astype(int)
-    validate(sheet, "../config/runs.schema.yaml")
-    seen = {}
-    for i, row in enumerate(sheet.itertuples(index=False), start=2):  # line 1 is the header
-        where = f"{path} line {i}"
-        if row.m > row.n:
-            _fail(f"{where}: m={row.m} > n={row.n}; down-sampling keeps m <= n rollouts per prompt")
-        if row.setting not in PROFILE["settings"]:
-            _fail(f"{where}: setting {row.setting!r} has no entry in profiles.{PROFILE_NAME}.settings")
-        if row.seeds not in PROFILE["seeds"]:
+        _fail(f"run sheet {path} not found: set scales.{SCALE_NAME}.runs in config/config.yaml to a TSV of runs")
+    try:
+        arms = registry.read_sheet(path)
+    except registry.SheetError as err:
+        _fail(str(err))
+    table = pd.read_csv(path, sep="\t", keep_default_na=False, dtype=str).astype({"n": int, "m": int})
+    validate(table, "../config/runs.schema.yaml")
+    for arm in arms:
+        where = f"{path} line {arm.line}"
+        if SCALE_NAME not in registry.SETTINGS[arm.setting].experiments:
             _fail(
-                f"{where}: seed set {row.seeds!r} is not defined in profiles.{PROFILE_NAME}.seeds "
-                f"(defined: {sorted(PROFILE['seeds'])})"
+                f"{where}: setting {arm.setting!r} has no experiment for scale {SCALE_NAME!r} "
+                f"(pods.registry.SETTINGS[{arm.setting!r}].experiments)"
             )
-        for token in filter(None, row.extra.split("_")):
-            key = token.split("~")[0]
-            if key not in config["extra_keys"]:
-                _fail(f"{where}: extra key {key!r} unknown; known: {sorted(config['extra_keys'])} (extra_keys)")
-        for name in row.figures.split(","):
+        if arm.seeds not in SCALE["seeds"]:
+            _fail(
+                f"{where}: seed set {arm.seeds!r} is not defined in scales.{SCALE_NAME}.seeds "
+                f"(defined: {sorted(SCALE['seeds'])})"
+            )
+        for name in arm.figures.split(","):
             if name not in FIGURES:
                 _fail(f"{where}: figure {name!r} unknown; known: {sorted(FIGURES)}")
-        arm = arm_name(row.rule, row.n, row.m, row.extra)
-        if (row.setting, arm) in seen:
-            _fail(
-                f"{where} repeats the run of line {seen[(row.setting, arm)]} ({row.setting}/{arm}): "
-                "declare each run once and list every figure it feeds in its `figures` column"
-            )
-        seen[(row.setting, arm)] = i
-    return sheet
-
-
-def arm_name(rule, n, m, extra=""):
-    """Run-dir name of an arm: sel~{rule}_n~{n}_m~{m}[_{extra}]."""
-    return f"sel~{rule}_n~{n}_m~{m}" + (f"_{extra}" if extra else "")
+    return arms
 
 
 def _override_value(value):
@@ -98,55 +85,64 @@ def _override_value(value):
     return "null" if value is None else str(value)
 
 
-def _run_overrides(row):
-    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the profile's budgets."""
-    sheet_part = {"rollout.rule": row.rule, "rollout.n": row.n, "rollout.m": row.m}
-    for token in filter(None, row.extra.split("_")):
-        key, value = token.split("~", 1)
-        sheet_part[config["extra_keys"][key]] = value
-    profile_part = {**PROFILE["overrides"], **PROFILE["settings"][row.setting]["overrides"]}
-    clash = sorted(set(sheet_part) & set(profile_part))
+def setting_knobs(letter):
+    """Workflow knobs of a setting in the active scale (resources, overrides; schema defaults)."""
+    defaults = {"gpus": 0, "threads": 1, "mem_mb": 4000, "runtime_min": 60, "overrides": {}}
+    return {**defaults, **SCALE.get("settings", {}).get(letter, {})}
+
+
+def _run_overrides(arm):
+    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets."""
+    sheet_part = arm.overrides
+    scale_part = {**SCALE["overrides"], **setting_knobs(arm.setting)["overrides"]}
+    clash = sorted(set(sheet_part) & set(scale_part))
     if clash:
         _fail(
-            f"profiles.{PROFILE_NAME} overrides {clash}, which the run sheet sets per arm: "
-            "remove them from the profile (hyperparameters belong to the sheet or experiments/*.yaml)"
+            f"scales.{SCALE_NAME} overrides {clash}, which the run sheet sets per arm: "
+            "remove them from the scale (hyperparameters belong to the sheet or experiments/*.yaml)"
         )
-    return [f"{k}={_override_value(v)}" for k, v in {**sheet_part, **profile_part}.items()]
+    return [f"{k}={_override_value(v)}" for k, v in {**sheet_part, **scale_part}.items()]
 
 
-def _build_runs(sheet):
+def _build_runs(arms):
     runs = {}
-    for row in sheet.itertuples(index=False):
-        arm = arm_name(row.rule, row.n, row.m, row.extra)
-        for seed in PROFILE["seeds"][row.seeds]:
-            runs[f"{row.setting}/{arm}/seed~{seed}"] = _run_overrides(row)
+    for arm in arms:
+        for seed in SCALE["seeds"][arm.seeds]:
+            runs[f"{arm.setting}/{arm.run_name}/seed~{seed}"] = _run_overrides(arm)
     return runs
 
 
-RUNS = _build_runs(load_sheet(PROFILE["runs"]))  # "{setting}/{arm}/seed~{seed}" -> trainer overrides
+SHEET = load_sheet(SCALE["runs"])
+RUNS = _build_runs(SHEET)  # "{setting}/{run name}/seed~{seed}" -> trainer overrides
+LETTERS = sorted({arm.setting for arm in SHEET})  # the settings this scale trains
 
 
 wildcard_constraints:
-    setting="|".join(sorted(PROFILE["settings"])),
-    arm=ARM_PATTERN,
+    setting="|".join(LETTERS),
+    run=RUN_NAME_PATTERN,
     seed=r"\d+",
     name="|".join(RUN_FIGURES),
 
 
 # ---------------------------------------------------------------------------- train rule
 def run_overrides(wildcards):
-    key = f"{wildcards.setting}/{wildcards.arm}/seed~{wildcards.seed}"
+    key = f"{wildcards.setting}/{wildcards.run}/seed~{wildcards.seed}"
     if key not in RUNS:
         _fail(
-            f"{ROOT}/runs/{key} is not a run of profile {PROFILE_NAME!r}: runs are the rows of "
-            f"{PROFILE['runs']} times the seeds of profiles.{PROFILE_NAME}.seeds; "
+            f"{ROOT}/runs/{key} is not a run of scale {SCALE_NAME!r}: runs are the rows of "
+            f"{SCALE['runs']} times the seeds of scales.{SCALE_NAME}.seeds; "
             "`snakemake -n` lists them (add a row to train another arm)"
         )
     return RUNS[key]
 
 
 def setting_of(wildcards):
-    return PROFILE["settings"][wildcards.setting]
+    return setting_knobs(wildcards.setting)
+
+
+def experiment_of(letter):
+    """experiments/*.yaml of a setting at the active scale (its pods.registry record)."""
+    return registry.SETTINGS[letter].experiments[SCALE_NAME]
 
 
 def read_experiment(path):
@@ -164,7 +160,7 @@ def experiment_hardware(path):
 
 def get_train_input(wildcards):
     run_overrides(wildcards)  # an unknown run fails here, before anything is scheduled
-    experiment = setting_of(wildcards)["experiment"]
+    experiment = experiment_of(wildcards.setting)
     files = {"experiment": experiment}
     accelerate_config = experiment_hardware(experiment).get("accelerate_config")
     if accelerate_config:
@@ -206,18 +202,18 @@ def get_runtime(wildcards):
 
 # ---------------------------------------------------------------------------- aggregation
 def get_run_summaries(wildcards=None):
-    """summary.json of exactly the runs of the active profile: collect waits for all of them."""
+    """summary.json of exactly the runs of the active scale: collect waits for all of them."""
     return [f"{ROOT}/runs/{key}/summary.json" for key in sorted(RUNS)]
 
 
 def get_letters(wildcards):
     """--letters for `pods.analysis collect`: each experiment's `setting:` name -> its paper letter."""
     letters = {}
-    for letter, setting in sorted(PROFILE["settings"].items()):
-        name = str(read_experiment(setting["experiment"]).get("setting", letter))
+    for letter in LETTERS:
+        name = str(read_experiment(experiment_of(letter)).get("setting", letter))
         if letters.get(name, letter) != letter:
             _fail(
-                f"settings {letters[name]} and {letter} of profile {PROFILE_NAME!r} both use "
+                f"settings {letters[name]} and {letter} of scale {SCALE_NAME!r} both use "
                 f"setting name {name!r}: give each experiments/*.yaml its own `setting:`"
             )
         letters[name] = letter
@@ -225,7 +221,7 @@ def get_letters(wildcards):
 
 
 def get_experiments(wildcards=None):
-    return sorted({s["experiment"] for s in PROFILE["settings"].values()})
+    return sorted({experiment_of(letter) for letter in LETTERS})
 
 
 # ---------------------------------------------------------------------------- released logs

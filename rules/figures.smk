@@ -13,7 +13,7 @@ rule figure_asymmetry:
             f"{ROOT}/figures/{BENCH_FIGURE}.png",
             caption="../report/figure.rst",
             category="Figures",
-            subcategory=f"profile {PROFILE_NAME}",
+            subcategory=f"scale {SCALE_NAME}",
             labels={"figure": BENCH_FIGURE},
         ),
     log:
@@ -35,7 +35,7 @@ rule figure:
             f"{ROOT}/figures/{{name}}.png",
             caption="../report/figure.rst",
             category="Figures",
-            subcategory=f"profile {PROFILE_NAME}",
+            subcategory=f"scale {SCALE_NAME}",
             labels={"figure": "{name}"},
         ),
     log:

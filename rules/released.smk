@@ -25,6 +25,7 @@ rule download_released:
 rule released_time_to_peak:
     input:
         logs=get_released_logs,
+        sheet="config/runs.tsv",  # the paper sheet: its `role` rows are the Table 3 comparisons
     output:
         csv=report(
             "results/released/time_to_peak.csv",
@@ -43,7 +44,8 @@ rule released_time_to_peak:
     conda:
         "../envs/pods.yaml"
     shell:
-        "python -m pods.analysis released --logs {input.logs:q} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods.analysis released --logs {input.logs:q} --sheet {input.sheet:q} --out-dir {params.out_dir}"
+        " > {log} 2>&1"
 
 
 rule released_figure:

@@ -14,12 +14,12 @@ rule train:
     input:
         unpack(get_train_input),
     output:
-        summary=f"{ROOT}/runs/{{setting}}/{{arm}}/seed~{{seed}}/summary.json",
+        summary=f"{ROOT}/runs/{{setting}}/{{run}}/seed~{{seed}}/summary.json",
     log:
-        f"{ROOT}/logs/train/{{setting}}/{{arm}}/seed~{{seed}}.log",
+        f"{ROOT}/logs/train/{{setting}}/{{run}}/seed~{{seed}}.log",
     benchmark:
         # wall time, peak RSS and CPU time of the (last) attempt: the tiny budget's measurement
-        f"{ROOT}/logs/train/{{setting}}/{{arm}}/seed~{{seed}}.benchmark.tsv"
+        f"{ROOT}/logs/train/{{setting}}/{{run}}/seed~{{seed}}.benchmark.tsv"
     params:
         launch=get_launcher,
         run_dir=get_run_dir,
@@ -43,10 +43,10 @@ rule bench_asymmetry:
     log:
         f"{ROOT}/logs/bench/asymmetry.log",
     params:
-        args=shlex.join(PROFILE["bench"]["args"]),
-    threads: PROFILE["bench"]["threads"]
+        args=shlex.join(SCALE["bench"]["args"]),
+    threads: SCALE["bench"]["threads"]
     resources:
-        gpu=PROFILE["bench"]["gpus"],
+        gpu=SCALE["bench"]["gpus"],
     benchmark:
         f"{ROOT}/logs/bench/asymmetry.benchmark.tsv"
     conda:

@@ -124,6 +124,23 @@ def fake_tree(root) -> Path:
     return root
 
 
+def fake_sheet(path) -> Path:
+    """The run sheet of `fake_tree`: its `role` rows are each setting's main comparison."""
+    rows = [
+        ("a", "max_variance", 4, 4, "", "baseline"),
+        ("a", "max_variance", 16, 4, "", "pods"),
+        ("a", "max_variance", 8, 4, "", ""),
+        ("a", "random", 16, 4, "", ""),
+        ("a", "max_variance", 16, 4, "norm~before", ""),
+        ("e", "max_variance", 4, 4, "ga~4", "baseline"),
+        ("e", "max_variance", 16, 4, "", "pods"),
+    ]
+    lines = ["setting\trule\tn\tm\textra\trole\tseeds\tfigures\tnote"]
+    lines += ["\t".join(map(str, r)) + "\tmain\tfig_3_main\tfake" for r in rows]
+    Path(path).write_text("\n".join(lines) + "\n")
+    return Path(path)
+
+
 # ----------------------------------------------------------------------------------------------
 # time-to-peak
 
@@ -221,12 +238,12 @@ def test_bootstrap_identical_seeds_collapse_to_point_and_counts_never_as_zero():
 # naming and tables
 
 
-def test_arm_name_and_setting_letter():
-    assert A.arm_name(16, 16, "random") == "grpo"
-    assert A.arm_name(32, 32, grad_accum=16) == "grpo_ga"
-    assert A.arm_name(128, 32, grad_accum=4) == "pods"
-    assert A.arm_name(64, 16, "max_reward") == "pods_max_reward"
-    assert A.arm_name(64, 16, "max_variance", "before") == "pods_before"
+def test_arm_label_and_setting_letter():
+    assert A.arm_label(16, 16, "random") == "grpo"
+    assert A.arm_label(32, 32, grad_accum=16) == "grpo_ga"
+    assert A.arm_label(128, 32, grad_accum=4) == "pods"
+    assert A.arm_label(64, 16, "max_reward") == "pods_max_reward"
+    assert A.arm_label(64, 16, "max_variance", "before") == "pods_before"
     assert A.setting_letter("a_gsm8k_qwen3b") == "a"
     assert A.setting_letter("tiny_e") == "e"
     assert A.setting_letter("gsm8k_main") is None
@@ -340,7 +357,7 @@ def test_load_runs_bad_input(tmp_path):
 
 
 def test_default_comparisons_and_speedup_table_on_fake_runs(tmp_path):
-    df = A.load_runs(fake_tree(tmp_path / "runs"))
+    df = A.load_runs(fake_tree(tmp_path / "runs"), sheet=fake_sheet(tmp_path / "runs.tsv"))
     comps = {c.setting: c for c in A.default_comparisons(df)}
     assert comps["a"].baseline == {"arm": "grpo", "n": 4, "m": 4, "grad_accum": 1}
     assert comps["a"].pods == {"arm": "pods", "n": 16, "m": 4, "grad_accum": 1}  # ratio 4 preferred over n=8
@@ -358,7 +375,8 @@ def test_default_comparisons_and_speedup_table_on_fake_runs(tmp_path):
 def test_cli_collect_and_time_to_peak(tmp_path, capsys):
     root = fake_tree(tmp_path / "runs")
     out = tmp_path / "tables"
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    sheet = fake_sheet(tmp_path / "runs.tsv")
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     assert {"curves.csv", "steps.csv"} <= {p.name for p in out.iterdir()}
     assert A.main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "100"]) == 0
     table = pd.read_csv(out / "time_to_peak.csv")

@@ -18,12 +18,9 @@ import pytest
 import yaml
 
 from pods import config as pc
+from pods import registry
 from pods.config import (
     NAME_VOCAB,
-    PAPER_ARMS,
-    PAPER_SETTINGS,
-    SMOL_ARMS,
-    TINY_ARMS,
     ConfigError,
     Machine,
     TrainConfig,
@@ -39,6 +36,20 @@ from pods.config import (
 
 REPO = Path(__file__).resolve().parents[1]
 EXP = REPO / "experiments"
+PAPER_SETTINGS = {letter: s.name for letter, s in registry.SETTINGS.items()}
+
+
+def _sheet_arms(sheet: str) -> dict[str, dict[str, list[str]]]:
+    """Setting -> {"baseline": overrides, "pods": overrides}: the `role` rows of a run sheet."""
+    main = registry.main_arms(registry.read_sheet(REPO / "config" / sheet))
+    return {
+        s: {role: [f"{k}={v}" for k, v in arm.overrides.items()] for role, arm in arms.items()}
+        for s, arms in main.items()
+    }
+
+
+PAPER_ARMS, TINY_ARMS = _sheet_arms("runs.tsv"), _sheet_arms("runs_tiny.tsv")
+SMOL_ARMS = _sheet_arms("runs_smol.tsv")["a"]  # experiments/smol_gsm8k.yaml
 PAPER_FILES = sorted(EXP / f"{stem}.yaml" for stem in PAPER_SETTINGS.values())
 OTHER_FILES = sorted(p for p in EXP.glob("*.yaml") if p not in PAPER_FILES)
 TINY_A = EXP / "tiny_a.yaml"
@@ -403,9 +414,20 @@ def test_every_field_has_a_docstring():
     assert len(seen) >= 40
 
 
-def test_static_rule_names_match_the_registry():
+def test_registry_rule_names_match_the_selectors():
     selectors = pytest.importorskip("pods.selectors")
-    assert pc._static_rules() == tuple(sorted(selectors.RULES))
+    assert registry.RULES == tuple(sorted(selectors.RULES)) == pc.RULES
+
+
+def test_registry_names_are_the_ones_data_and_rewards_use():
+    from pods import data
+
+    assert data.TASKS == registry.TASK_NAMES
+    assert data.PROMPT_STYLES == registry.PROMPT_STYLES
+    assert set(data.SYNTHETIC_TASKS) <= set(registry.TASK_NAMES)
+    rewards = pytest.importorskip("pods.rewards")
+    assert tuple(rewards.VARIANTS) == registry.REWARD_VARIANTS
+    assert dict(rewards.TASKS) == registry.TASK_DESCRIPTIONS
 
 
 # ----------------------------------------------------------------------------------------------
@@ -415,13 +437,13 @@ def test_static_rule_names_match_the_registry():
 def test_run_names_of_the_paper_arms():
     a = EXP / "a_gsm8k_qwen3b.yaml"
     assert run_name(load_config(a, check_machine=False)) == "sel~max_variance_n~64_m~16"
-    assert run_name(load_config(a, PAPER_ARMS["a"]["grpo"], check_machine=False)) == "sel~max_variance_n~16_m~16"
+    assert run_name(load_config(a, PAPER_ARMS["a"]["baseline"], check_machine=False)) == "sel~max_variance_n~16_m~16"
     assert run_name(load_config(a, ["rollout.normalize=before"], check_machine=False)).endswith("_norm~before")
     assert run_name(load_config(a, ["optim.lr=1e-6", "optim.max_grad_norm=0.1"], check_machine=False)) == (
         "sel~max_variance_n~64_m~16_lr~1e-6_clip~0.1"
     )
     e = EXP / "e_gsm8k_qwen3b_8gpu.yaml"
-    ga = load_config(e, PAPER_ARMS["e"]["grpo_ga"], check_machine=False)
+    ga = load_config(e, PAPER_ARMS["e"]["baseline"], check_machine=False)
     assert run_name(ga) == "sel~max_variance_n~32_m~32_ga~16"
     assert str(default_run_dir(ga)) == "results/runs/e_gsm8k_qwen3b_8gpu/sel~max_variance_n~32_m~32_ga~16/seed~0"
     assert str(default_run_dir(replace(ga, seed=21), root="/x")).endswith("/seed~21")

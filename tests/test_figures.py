@@ -48,9 +48,11 @@ def released_tables(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fake_tables(tmp_path_factory):
-    root = _helpers().fake_tree(tmp_path_factory.mktemp("runs"))
+    helpers = _helpers()
+    root = helpers.fake_tree(tmp_path_factory.mktemp("runs"))
     out = tmp_path_factory.mktemp("tables")
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    sheet = helpers.fake_sheet(out / "runs.tsv")
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     return out
 
 

@@ -19,6 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pods import registry
 from pods.selectors import RULES, check_rule, select
 
 RULE = os.environ.get("PODS_RULE_UNDER_TEST", "max_variance")
@@ -219,6 +220,7 @@ def test_check_rule_for_configs():
         with pytest.raises(ValueError, match=match):
             check_rule(*args)
     assert set(RULES) == {"all", "max_reward", "max_variance", "percentile", "random"}
+    assert RULES == registry.RULES  # the torch-free registry names exactly the registered selectors
 
 
 def test_large_group_prefix_sums_stay_accurate():

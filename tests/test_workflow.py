@@ -1,4 +1,4 @@
-"""The Snakemake workflow: lint, dry runs of every profile, the released-logs target, config validation.
+"""The Snakemake workflow: lint, dry runs of every scale, the released-logs target, config validation.
 
 Every Snakemake call runs in a scratch folder that links the workflow files of the repository, so
 the tests never write to the repository's results/ or .snakemake/. Dry runs only, plus one real
@@ -6,11 +6,12 @@ job (the re-analysis of the authors' released logs, a few seconds).
 
     pytest tests/test_workflow.py
 
-Checks: `snakemake --lint` is clean; the paper profile schedules exactly the 200 training runs of the
+Checks: `snakemake --lint` is clean; the paper scale schedules exactly the 200 training runs of the
 paper (100 main + 30 n-sweep + 30 m-sweep + 30 rules + 10 normalisation, docs/workflow.md), (e)/(f)
 through `accelerate launch` on 8 GPUs and (a)-(d) on 1; every run scheduled by every profile is a
 config the trainer accepts and its directory is named `pods.config.run_name`; the released target
-gives Table 3's 2.0/3.0/2.0/1.7/1.7; bad config values and bad sheet rows fail before any job runs.
+gives Table 3's 2.0/3.0/2.0/1.7/1.7; bad config values and bad sheet rows fail before any job runs;
+the recipe "add a setting (g)" of docs/DESIGN.md (a YAML, sheet rows, one record) is enough.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from pods import registry
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"
@@ -56,9 +59,9 @@ def snakemake(workdir: Path, *args: str, timeout: int = 120) -> subprocess.Compl
     return subprocess.run([SNAKEMAKE, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def dry_run(workdir: Path, profile: str, *extra: str) -> str:
+def dry_run(workdir: Path, scale: str, *extra: str) -> str:
     """Output of a dry run that prints every job with its shell command (fails the test on error)."""
-    res = snakemake(workdir, "-n", "-p", *extra, "--config", f"profile={profile}")
+    res = snakemake(workdir, "-n", "-p", *extra, "--config", f"scale={scale}")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return res.stdout + res.stderr
 
@@ -98,22 +101,22 @@ def test_lint_is_clean(workdir):
 
 @pytest.fixture(scope="module")
 def dry_runs(workdir) -> dict:
-    """One dry run per profile, shared by the tests below (each costs seconds)."""
+    """One dry run per scale, shared by the tests below (each costs seconds)."""
     return {}
 
 
 @pytest.fixture
 def paper_dry_run(workdir, dry_runs) -> str:
-    return profile_dry_run(workdir, dry_runs, "paper")
+    return scale_dry_run(workdir, dry_runs, "paper")
 
 
-def profile_dry_run(workdir: Path, cache: dict, profile: str) -> str:
-    if profile not in cache:
-        cache[profile] = dry_run(workdir, profile)
-    return cache[profile]
+def scale_dry_run(workdir: Path, cache: dict, scale: str) -> str:
+    if scale not in cache:
+        cache[scale] = dry_run(workdir, scale)
+    return cache[scale]
 
 
-def test_paper_profile_schedules_the_200_runs_of_the_paper(paper_dry_run):
+def test_paper_scale_schedules_the_200_runs_of_the_paper(paper_dry_run):
     counts = job_counts(paper_dry_run)
     assert counts["train"] == 200
     jobs = train_jobs(paper_dry_run)
@@ -153,13 +156,14 @@ def test_paper_launchers_and_gpus(paper_dry_run):
             assert job["launcher"] == ["python", "-m", "pods"]
 
 
-@pytest.mark.parametrize("profile", ["tiny", "smoke"])
-def test_cpu_profiles_have_the_same_dag_shape(workdir, dry_runs, paper_dry_run, profile):
-    out = profile_dry_run(workdir, dry_runs, profile)
+@pytest.mark.parametrize("scale", ["tiny", "smoke"])
+def test_cpu_scales_have_the_same_dag_shape(workdir, dry_runs, paper_dry_run, scale):
+    out = scale_dry_run(workdir, dry_runs, scale)
     counts, paper = job_counts(out), job_counts(paper_dry_run)
-    prof = CONFIG["profiles"][profile]
-    sheet = list(zip(*[line.split("\t") for line in (REPO / prof["runs"]).read_text().splitlines()[1:]], strict=True))
-    assert counts["train"] == sum(len(prof["seeds"][name]) for name in sheet[5])
+    prof = CONFIG["scales"][scale]
+    lines = [line.split("\t") for line in (REPO / prof["runs"]).read_text().splitlines()]
+    sheet = dict(zip(lines[0], zip(*lines[1:], strict=True), strict=True))
+    assert counts["train"] == sum(len(prof["seeds"][name]) for name in sheet["seeds"])
     assert {k: v for k, v in counts.items() if k != "train"} == {k: v for k, v in paper.items() if k != "train"}
     for job in train_jobs(out):
         assert job["launcher"] == ["python", "-m", "pods"]
@@ -167,12 +171,12 @@ def test_cpu_profiles_have_the_same_dag_shape(workdir, dry_runs, paper_dry_run, 
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
-@pytest.mark.parametrize("profile", ["paper", "tiny"])
-def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(workdir, dry_runs, profile):
+@pytest.mark.parametrize("scale", ["paper", "tiny"])
+def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(workdir, dry_runs, scale):
     from pods.config import apply_overrides, from_dict, read_yaml, run_name, validate
 
-    out = profile_dry_run(workdir, dry_runs, profile)
-    budget = [f"{k}={v}" for k, v in CONFIG["profiles"][profile].get("overrides", {}).items()]
+    out = scale_dry_run(workdir, dry_runs, scale)
+    budget = [f"{k}={v}" for k, v in CONFIG["scales"][scale].get("overrides", {}).items()]
     yamls, bases = {}, {}
     for job in train_jobs(out):
         # = pods.config.load_config(experiment, args, check_machine=False), reading each YAML once;
@@ -187,27 +191,14 @@ def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(w
         assert run_name(cfg, base=bases[job["experiment"]]) == summary.parts[-3]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
-@pytest.mark.parametrize(
-    ("sheet", "arms_name", "profile"), [("runs.tsv", "PAPER_ARMS", "paper"), ("runs_tiny.tsv", "TINY_ARMS", "tiny")]
-)
-def test_main_rows_are_the_arms_of_pods_config(sheet, arms_name, profile):
-    """The sheet's main comparisons = pods.config.PAPER_ARMS / TINY_ARMS (two places, one truth)."""
-    import pods.config as pc
-
-    rows = [line.split("\t") for line in (REPO / "config" / sheet).read_text().splitlines()[1:]]
-    for setting, arms in getattr(pc, arms_name).items():
-        experiment = REPO / CONFIG["profiles"][profile]["settings"][setting]["experiment"]
-        base = pc.read_yaml(experiment)
-        expected = {
-            pc.run_name(pc.from_dict(pc.apply_overrides(base, o)), base=pc.from_dict(base)) for o in arms.values()
-        }
-        main = {
-            "_".join([f"sel~{r[1]}_n~{r[2]}_m~{r[3]}"] + ([r[4]] if r[4] else []))
-            for r in rows
-            if r[0] == setting and not r[5] == "ablation"
-        }
-        assert main == expected, setting
+@pytest.mark.parametrize("sheet", ["runs.tsv", "runs_tiny.tsv"])
+def test_every_setting_has_one_main_comparison_in_the_sheet(sheet):
+    """The sheet's `role` column is the only declaration of each setting's baseline and PODS arm."""
+    main = registry.main_arms(registry.read_sheet(REPO / "config" / sheet))
+    assert set(main) == set(registry.SETTINGS)
+    for arms in main.values():
+        assert arms["baseline"].n == arms["baseline"].m
+        assert arms["pods"].n > arms["pods"].m
 
 
 def test_single_run_target(workdir):
@@ -215,18 +206,18 @@ def test_single_run_target(workdir):
     out = dry_run(workdir, "tiny", target)
     assert job_counts(out) == {"train": 1}
     (job,) = train_jobs(out)
-    assert job["experiment"] == CONFIG["profiles"]["tiny"]["settings"]["a"]["experiment"]
+    assert job["experiment"] == registry.SETTINGS["a"].experiments["tiny"]
     assert {"seed=0", "rollout.n=64", "rollout.m=16", "rollout.rule=max_variance"} <= set(job["args"])
 
 
 def test_a_run_outside_the_sheet_is_refused(workdir):
     res = snakemake(workdir, "-n", "results/runs/a/sel~max_variance_n~48_m~16/seed~0/summary.json")
     assert res.returncode != 0
-    assert "is not a run of profile 'tiny'" in res.stdout + res.stderr
+    assert "is not a run of scale 'tiny'" in res.stdout + res.stderr
 
 
-def test_collect_waits_for_exactly_the_profile_runs(workdir, dry_runs):
-    out = profile_dry_run(workdir, dry_runs, "smoke")
+def test_collect_waits_for_exactly_the_scale_runs(workdir, dry_runs):
+    out = scale_dry_run(workdir, dry_runs, "smoke")
     block = re.search(r"rule collect:\n\s+input: (.*)", out)[1]
     inputs = [p for p in block.split(", ") if p.endswith("summary.json")]
     assert sorted(inputs) == sorted(j["summary"] for j in train_jobs(out))
@@ -249,10 +240,10 @@ def merged(base: dict, override: dict) -> dict:
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"profiles": {"tiny": {"seeds": {"main_a": [-1]}}}}, "-1 is less than the minimum of 0"),
-        ({"profiles": {"tiny": {"settings": {"a": {"experiment": "tiny_a.yaml"}}}}}, "does not match"),
-        ({"profiles": {"tiny": {"overrides": {"budget": 3}}}}, "does not match"),
-        ({"profiles": {"paper": {"settings": {"e": {"gpus": "eight"}}}}}, "is not of type 'integer'"),
+        ({"scales": {"tiny": {"seeds": {"main_a": [-1]}}}}, "-1 is less than the minimum of 0"),
+        ({"scales": {"tiny": {"root": "output"}}}, "does not match"),
+        ({"scales": {"tiny": {"overrides": {"budget": 3}}}}, "does not match"),
+        ({"scales": {"paper": {"settings": {"e": {"gpus": "eight"}}}}}, "is not of type 'integer'"),
         ({"released": {"commit": "187f43b"}}, "does not match"),
     ],
 )
@@ -268,8 +259,8 @@ def test_bad_config_values_fail_schema_validation(override, message):
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"profile": "huge"}, "unknown profile 'huge'"),
-        ({"profiles": {"tiny": {"overrides": {"rollout.n": 8}}}}, "which the run sheet sets per arm"),
+        ({"scale": "huge"}, "unknown scale 'huge'"),
+        ({"scales": {"tiny": {"overrides": {"rollout.n": 8}}}}, "which the run sheet sets per arm"),
     ],
 )
 def test_bad_config_fails_before_any_job(workdir, tmp_path, override, message):
@@ -290,7 +281,7 @@ def test_bad_config_fails_before_any_job(workdir, tmp_path, override, message):
 def test_bad_sheet_rows_fail(workdir, tmp_path, edit, message):
     rows = (REPO / "config" / "runs_tiny.tsv").read_text().splitlines()
     sheet = write(tmp_path / "runs.tsv", "\n".join(edit(rows)) + "\n")
-    cfg = write(tmp_path / "sheet.yaml", yaml.safe_dump({"profiles": {"tiny": {"runs": str(sheet)}}}))
+    cfg = write(tmp_path / "sheet.yaml", yaml.safe_dump({"scales": {"tiny": {"runs": str(sheet)}}}))
     res = snakemake(workdir, "-n", "--configfile", str(cfg))
     assert res.returncode != 0
     assert message in res.stdout + res.stderr
@@ -319,3 +310,77 @@ def test_released_target_reproduces_table_3(workdir):
     res = snakemake(workdir, "--report", "report.html", target, "--config", f"released_logs={RELEASED}")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "recomputed from the authors" in (workdir / "report.html").read_text()
+
+
+# The recipe of docs/DESIGN.md, "Add a setting (g)": nothing else is edited.
+RECORD_G = (
+    '\nSETTINGS["g"] = Setting("g", "g_new_task", "New task, 1 GPU", "3-digit arithmetic, Qwen2 layout", "accuracy",'
+    ' "arith_hard", 30, 300, 1.5, {"tiny": "experiments/tiny_g.yaml", "smoke": "experiments/tiny_g.yaml"})\n'
+)
+ROWS_G = (
+    "g\tmax_variance\t8\t8\t\tbaseline\tmain_bcd\tfig_3_main\tGRPO of (g)\n"
+    "g\tmax_variance\t32\t8\t\tpods\tmain_bcd\tfig_3_main\tGRPO-PODS of (g)\n"
+    "g\tmax_variance\t64\t8\t\t\tablation\tfig_4_sweeps\tan ablation row of (g)\n"
+)
+
+
+def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
+    wd = tmp_path / "wf"
+    wd.mkdir()
+    for name in LINKED:
+        if name not in ("pods", "experiments", "config") and (REPO / name).exists():
+            (wd / name).symlink_to(REPO / name)
+    (wd / "Snakefile").unlink()
+    shutil.copy(REPO / "Snakefile", wd / "Snakefile")  # its folder goes first on sys.path: our pods copy
+    for name in ("pods", "experiments", "config"):
+        shutil.copytree(REPO / name, wd / name, ignore=shutil.ignore_patterns("__pycache__"))
+    # 1. an experiment YAML; 2. rows in the run sheet; 3. one record.
+    tiny_a = (wd / "experiments" / "tiny_a.yaml").read_text()
+    (wd / "experiments" / "tiny_g.yaml").write_text(tiny_a.replace("setting: tiny_a", "setting: tiny_g"))
+    with (wd / "config" / "runs_tiny.tsv").open("a") as fh:
+        fh.write(ROWS_G)
+    with (wd / "pods" / "registry.py").open("a") as fh:
+        fh.write(RECORD_G)
+
+    # The dry run schedules (g)'s runs (2 seeds x 2 main arms + 1 ablation seed) and nothing else changes.
+    out = dry_run(wd, "tiny")
+    runs = [Path(j["summary"]).parts[-4:-1] for j in train_jobs(out)]
+    g = sorted((arm, seed) for s, arm, seed in runs if s == "g")
+    assert g == [
+        ("sel~max_variance_n~32_m~8", "seed~0"),
+        ("sel~max_variance_n~32_m~8", "seed~1"),
+        ("sel~max_variance_n~64_m~8", "seed~0"),
+        ("sel~max_variance_n~8_m~8", "seed~0"),
+        ("sel~max_variance_n~8_m~8", "seed~1"),
+    ]
+    assert {j["experiment"] for j in train_jobs(out) if Path(j["summary"]).parts[-4] == "g"} == {
+        "experiments/tiny_g.yaml"
+    }
+    assert "tiny_g=g" in out  # collect maps the YAML's setting name to its letter
+
+    # The sheet parser and the analysis pick it up (the record added in-process as in the file).
+    exec(RECORD_G, vars(registry))  # noqa: S102  the same line the recipe appends to pods/registry.py
+    monkeypatch.setattr(registry, "SETTINGS", dict(registry.SETTINGS))
+    try:
+        sheet = wd / "config" / "runs_tiny.tsv"
+        main = registry.main_arms(registry.read_sheet(sheet))
+        assert (main["g"]["baseline"].run_name, main["g"]["pods"].run_name) == (
+            "sel~max_variance_n~8_m~8",
+            "sel~max_variance_n~32_m~8",
+        )
+        from pods import analysis as A
+
+        spec = importlib.util.spec_from_file_location("_pods_test_analysis", REPO / "tests" / "test_analysis.py")
+        helpers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(helpers)
+        root = tmp_path / "runs"
+        for seed in (0, 1):
+            helpers.write_run(root, "tiny_g", 8, 8, seed, [0.1, 0.3, 0.5, 0.6, 0.6], datasets=("arith_hard",))
+            helpers.write_run(root, "tiny_g", 32, 8, seed, [0.1, 0.6, 0.6, 0.6, 0.6], datasets=("arith_hard",))
+        df = A.load_runs(root, sheet=sheet)
+        (comp,) = A.default_comparisons(df)
+        assert (comp.setting, comp.metric, comp.dataset, comp.paper) == ("g", "accuracy", "arith_hard", 1.5)
+        assert (comp.baseline["n"], comp.pods["n"]) == (8, 32)
+        assert A.speedup_table(df, n_boot=50)["speedup"].tolist() == [3.0]
+    finally:
+        del registry.SETTINGS["g"]
