@@ -28,6 +28,10 @@ Accuracy (1.0/0.0). The "answer block" is the text after the LAST ``<answer>`` u
 - gsm8k/math, variant ``paper``: math-verify ``parse``/``verify`` (PAPER.md App. A.1, "LaTeX parsing
   and symbolic verification") of the answer block if there is one, else of the whole completion,
   against ``parse("$" + gold + "$")`` (a bare gold such as ``p - q`` needs the ``$`` to parse).
+  Prediction and gold are treated alike: an answer block without math delimiters of its own is
+  read both as free text and as LaTeX in ``$..$`` (``pods.verifier`` mode ``answer``), so
+  ``\\sqrt{2}``, ``\\pi``, ``[2,5)``, ``\\text{18}`` or ``\\$18`` in the block count as they do
+  in ``\\boxed{}`` (tests/test_scoring_table.py). A whole completion is read as free text only.
   Fast path: when the gold and the answer block are both plain ASCII integers they are compared
   as integers in Python, which is what math-verify concludes (tested), without a sympy call.
 - letter tasks: the answer block, after unwrapping one ``$..$``, ``\\boxed{}``, ``\\text{}``,
@@ -414,8 +418,8 @@ _LASTNUM_JUN25 = re.compile(r"[0-9]+")
 
 
 def _math_equal(gold: str, candidate: str, mode: str) -> float:
-    """math-verify equivalence (``pods.verifier.verify``), after the integer fast path in mode 'paper'."""
-    if mode == "paper":
+    """math-verify equivalence (``pods.verifier.verify``), after the integer fast path outside mode 'openr1'."""
+    if mode != "openr1":
         g, c = _plain_int(gold), _plain_int(candidate)
         if g is not None and c is not None:
             return float(g == c)
@@ -452,7 +456,7 @@ def _code_correct(text: str, gold: str, number_re: re.Pattern[str]) -> float:
     if _normalized_equal(text, gold):
         return 1.0
     block = answer_block(text)
-    if block is not None and (_normalized_equal(block, gold) or _math_equal(gold, block, "paper")):
+    if block is not None and (_normalized_equal(block, gold) or _math_equal(gold, block, "text")):
         return 1.0
     last = _last_number(text, number_re)
     return float(last is not None and _normalized_equal(last, gold))
@@ -465,7 +469,7 @@ def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> flo
         return _int_accuracy(text, gold)
     if variant == "paper":
         block = answer_block(text)
-        return _math_equal(gold, text if block is None else block, "paper")
+        return _math_equal(gold, text, "text") if block is None else _math_equal(gold, block, "answer")
     if variant == "openr1":
         raw = answer.strip() if task in _GSM8K_TASKS else answer
         if task == "math" and last_boxed(raw) is None:

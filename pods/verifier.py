@@ -4,7 +4,8 @@ Usage::
 
     from pods import verifier
     verifier.warmup()                                  # optional: start the processes now (~1-3 s)
-    verifier.verify("\\frac{1}{2}", "0.5")              # 1.0
+    verifier.verify("\\frac{1}{2}", "so it is 0.5")       # 1.0 (mode "text")
+    verifier.verify("\\sqrt{2}", "\\sqrt{2}", "answer")     # 1.0 (read as LaTeX, like the gold)
     verifier.verify("#### 18", "so \\boxed{18}", "openr1")  # 1.0
     verifier.stats()                                   # {'nesting': 0, ...}: how often each guard fired
 
@@ -14,9 +15,16 @@ whether math-verify finds it equal to the gold, without ever hanging, raising on
 letting a huge number exhaust the machine. It imports only the standard library; sympy and
 math-verify are imported only in the child processes.
 
-Modes (the ``request`` the worker runs):
+Modes (the ``request`` the worker runs); the gold is ``parse("$" + gold + "$")`` except in openr1:
 
-- ``paper``: ``parse("$" + gold + "$")`` against ``parse(candidate)`` (default extraction).
+- ``text``: the candidate is free text: ``parse(candidate)`` (math-verify's default extraction:
+  ``\\boxed{}``, ``$..$``, "answer is ..." anchors, else the last number or expression).
+- ``answer``: the candidate is an extracted answer (an ``<answer>`` block). As ``text``; if that
+  does not verify and the candidate holds no math delimiters (no unescaped ``$``, no ``\\(``,
+  ``\\[``) and at most ``MAX_LATEX_ANSWER_CHARS`` characters, it is also read as LaTeX,
+  ``parse("$" + candidate + "$")``, exactly as the gold is: ``\\sqrt{2}``, ``\\pi``, ``p - q``,
+  ``[2,5)``, ``\\text{18}``, ``\\$18`` have no delimiters and math-verify finds nothing in
+  them as free text. Either reading may verify.
 - ``openr1``: open-r1 ``accuracy_reward``: ``parse(gold, extraction_mode="first_match")`` against
   ``parse(candidate, LatexExtractionConfig(boxed="all", boxed_match_priority=0,
   try_extract_without_anchor=False, ...), extraction_mode="first_match")``. An unparsable gold
@@ -95,6 +103,7 @@ log = logging.getLogger(__name__)
 # depth 20 (antlr full-context prediction), hence MAX_NESTING = 6 under CPU_BUDGET_S = 0.5. A set
 # or tuple costs ~5 ms per element (`\\{4,4,...\\}` with 100 elements: 0.5 s), hence MAX_LIST_ITEMS.
 MAX_VERIFY_CHARS = 8000
+MAX_LATEX_ANSWER_CHARS = 1000  # mode "answer": longer candidates are not also read as LaTeX
 MAX_GOLD_CHARS = 4000
 MAX_NESTING = 6
 MAX_LIST_ITEMS = 40
@@ -401,14 +410,25 @@ def worker_pid() -> int | None:
     return None if worker is None else worker.pid
 
 
-def verify(gold: str, candidate: str, mode: str = "paper") -> float:
-    """1.0 iff math-verify finds ``candidate`` equal to ``gold`` under ``mode`` (``paper``/``openr1``), else 0.0.
+_MODES = ("text", "answer", "openr1")
+_MATH_DELIMITER_RE = re.compile(r"(?<!\\)\$|\\\(|\\\[")
+
+
+def _latex_like(candidate: str) -> bool:
+    """May an answer also be read as LaTeX in ``$..$``? Short, and no math delimiters of its own."""
+    return len(candidate) <= MAX_LATEX_ANSWER_CHARS and _MATH_DELIMITER_RE.search(candidate) is None
+
+
+def verify(gold: str, candidate: str, mode: str = "text") -> float:
+    """1.0 iff math-verify finds ``candidate`` equal to ``gold`` under ``mode`` (see the docstring), else 0.0.
 
     Every guard of the module docstring applies; a refused or killed request is 0.0. Never raises
     because of the text; raises :class:`WorkerStartError` if math-verify cannot run at all.
     """
-    if mode not in ("paper", "openr1"):
-        raise ValueError(f"unknown verify mode {mode!r}; choose 'paper' or 'openr1'")
+    if mode not in _MODES:
+        raise ValueError(f"unknown verify mode {mode!r}; choose one of: {', '.join(_MODES)}")
+    if mode == "answer" and not _latex_like(candidate):
+        mode = "text"
     candidate = candidate[-MAX_VERIFY_CHARS:]
     gold = gold[-MAX_GOLD_CHARS:]
     if string_guard(gold) is not None:
@@ -505,22 +525,33 @@ def tree_guard(items: list, limits: tuple | None = None) -> str | None:
 
 def _worker_handle(request: tuple, mv: Any, openr1_pred_config: list) -> tuple[bool, str | None]:
     mode, gold_text, pred_text, limits = request
-    if mode == "paper":
-        gold = mv.parse("$" + gold_text + "$", parsing_timeout=None)
-        pred = mv.parse(pred_text, parsing_timeout=None)
-    else:  # openr1
+    if mode == "openr1":
         gold = mv.parse(gold_text, extraction_mode="first_match", parsing_timeout=None)
-        pred = mv.parse(
-            pred_text, extraction_config=openr1_pred_config, extraction_mode="first_match", parsing_timeout=None
-        )
+        readings = [
+            lambda: mv.parse(
+                pred_text, extraction_config=openr1_pred_config, extraction_mode="first_match", parsing_timeout=None
+            )
+        ]
+    else:
+        gold = mv.parse("$" + gold_text + "$", parsing_timeout=None)
+        readings = [lambda: mv.parse(pred_text, parsing_timeout=None)]
+        if mode == "answer":  # the answer also read as LaTeX, as the gold is
+            readings.append(lambda: mv.parse("$" + pred_text + "$", parsing_timeout=None))
     if not gold:
         return False, "gold_unparsed"
-    if not pred:
-        return False, None
-    reason = tree_guard(gold, limits) or tree_guard(pred, limits)
+    reason = tree_guard(gold, limits)
     if reason is not None:
         return False, reason
-    return bool(mv.verify(gold, pred, timeout_seconds=None)), None
+    refused = None
+    for read in readings:
+        pred = read()
+        if not pred:
+            continue
+        reason = tree_guard(pred, limits)
+        if reason is None and mv.verify(gold, pred, timeout_seconds=None):
+            return True, None
+        refused = refused or reason
+    return False, refused
 
 
 def _worker_loop(fd: int, mv: Any, config: list) -> None:
@@ -541,17 +572,19 @@ def _worker_loop(fd: int, mv: Any, config: list) -> None:
 
 
 _WARMUP = [  # parsed and verified once in the zygote, so that forked workers start warm
-    ("paper", "\\frac{1}{2}", "0.5"),
-    ("paper", "18", "The answer is $18$."),
-    ("paper", "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)"),
-    ("paper", "\\{1,3\\}", "x \\in [2,5)"),
-    ("paper", "6 - 5i", "\\sqrt{-25} + 6"),
-    ("paper", "10\\%", "\\sin(x)^2 + \\cos(x)^2 = \\log(e)"),
-    ("paper", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "x^{2} - 2x + 1 = 0"),
-    ("paper", "\\text{Evelyn}", "\\text{(C)}"),
-    ("paper", "e^{e^{e}}", "x^{x^{x^{x}}} + 5! + \\binom{5}{2}"),  # the paths hostile text takes to the guards
-    ("paper", "10^{3}", "\\sum_{i=1}^{3} i + \\int_0^1 x dx + \\prod_{k=1}^{3} k + \\Gamma(3)"),
-    ("paper", "1", "\\tan(\\pi/2) + \\lim_{x\\to\\infty} 1/x"),
+    ("text", "\\frac{1}{2}", "0.5"),
+    ("text", "18", "The answer is $18$."),
+    ("text", "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)"),
+    ("text", "\\{1,3\\}", "x \\in [2,5)"),
+    ("text", "6 - 5i", "\\sqrt{-25} + 6"),
+    ("text", "10\\%", "\\sin(x)^2 + \\cos(x)^2 = \\log(e)"),
+    ("text", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "x^{2} - 2x + 1 = 0"),
+    ("text", "\\text{Evelyn}", "\\text{(C)}"),
+    ("text", "e^{e^{e}}", "x^{x^{x^{x}}} + 5! + \\binom{5}{2}"),  # the paths hostile text takes to the guards
+    ("text", "10^{3}", "\\sum_{i=1}^{3} i + \\int_0^1 x dx + \\prod_{k=1}^{3} k + \\Gamma(3)"),
+    ("text", "1", "\\tan(\\pi/2) + \\lim_{x\\to\\infty} 1/x"),
+    ("answer", "[2,5)", "[2, 5)"),
+    ("answer", "\\sqrt{2}", "\\text{18}"),
     ("openr1", "#### 18", "so \\boxed{18}"),
 ]
 
