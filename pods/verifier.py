@@ -32,11 +32,15 @@ Modes (the ``request`` the worker runs); the gold is ``parse("$" + gold + "$")``
 
 Guards, in order:
 
-1. The text is cut to its last ``MAX_VERIFY_CHARS`` characters (gold: ``MAX_GOLD_CHARS``), and
-   refused (0.0) when brackets ``{[(`` nest deeper than ``MAX_NESTING`` or one bracket group holds
-   more than ``MAX_LIST_ITEMS`` commas (:func:`string_guard`, linear time): the antlr LaTeX parser
-   needs ~0.25 s of CPU at depth 6 and seconds at depth 10-20, and ~5 ms per element of a set or
-   tuple.
+1. The text is cut to its last ``MAX_VERIFY_CHARS`` characters (gold: ``MAX_GOLD_CHARS``). Each
+   candidate answer math-verify extracts from it (a ``\\boxed{}``, a ``$..$``, a number or
+   expression) is refused when brackets ``{[(`` nest deeper than ``MAX_NESTING`` or one bracket
+   group holds more than ``MAX_LIST_ITEMS`` commas (:func:`string_guard`, linear time, run in the
+   worker in front of math-verify's parsers): the antlr LaTeX parser needs ~0.25 s of CPU at
+   depth 6 and seconds at depth 10-20, and ~5 ms per element of a set or tuple. A refused
+   candidate is unparsable to math-verify, which goes on to the next one as after any parse
+   error; so busy reasoning (a 7-deep nest, a 100-element list) does not zero the final answer
+   that follows it, and a hostile answer itself scores 0.
 2. math-verify runs in worker processes forked from a "zygote" process that imported and warmed it
    once (the parent never imports sympy). After parsing, the worker refuses to ``verify`` when the
    numbers could get huge (:func:`tree_guard`): an exponent of magnitude above
@@ -57,7 +61,8 @@ Guards, in order:
    disabled.
 
 :func:`stats` counts how often each guard fired (``nesting``, ``huge_exponent``, ``cpu_limit``,
-...); :func:`count` adds a reason of the caller's (``pods.rewards`` counts ``internal_error``).
+...; a refusal counts once per request, when that request scored 0); :func:`count` adds a reason
+of the caller's (``pods.rewards`` counts ``internal_error``).
 The first call waits for the zygote to start (~1-3 s); call :func:`warmup` ahead of a timed loop.
 On a loaded machine the wall time of a call grows with the load (the CPU budget does not). If the
 processes cannot start at all (math-verify missing), :class:`WorkerStartError` is raised: an
@@ -82,6 +87,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -163,12 +169,13 @@ def _bracket_stats(s: str) -> tuple[int, int]:
     return deepest, widest
 
 
-def string_guard(s: str) -> str | None:
-    """Reason to refuse ``s`` before math-verify sees it (``nesting``, ``list_size``), or None."""
+def string_guard(s: str, limits: tuple | None = None) -> str | None:
+    """Reason to refuse parsing ``s`` (``nesting``, ``list_size``), or None. ``limits``: as :func:`_limits`."""
+    max_nesting, max_list_items = (MAX_NESTING, MAX_LIST_ITEMS) if limits is None else limits[5:7]
     deepest, widest = _bracket_stats(s)
-    if deepest > MAX_NESTING:
+    if deepest > max_nesting:
         return "nesting"
-    if widest > MAX_LIST_ITEMS:
+    if widest > max_list_items:
         return "list_size"
     return None
 
@@ -401,7 +408,15 @@ def warmup() -> None:
 
 def _limits() -> tuple:
     """Guard limits sent with each request (read at call time, so tests can change them)."""
-    return (CPU_BUDGET_S, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
+    return (
+        CPU_BUDGET_S,
+        MAX_EXPONENT_DIGITS,
+        MAX_VALUE_DIGITS,
+        MAX_FACTORIAL_DIGITS,
+        MAX_TREE_NODES,
+        MAX_NESTING,
+        MAX_LIST_ITEMS,
+    )
 
 
 def worker_pid() -> int | None:
@@ -431,13 +446,6 @@ def verify(gold: str, candidate: str, mode: str = "text") -> float:
         mode = "text"
     candidate = candidate[-MAX_VERIFY_CHARS:]
     gold = gold[-MAX_GOLD_CHARS:]
-    if string_guard(gold) is not None:
-        count("gold_refused")
-        return 0.0
-    reason = string_guard(candidate)
-    if reason is not None:
-        count(reason)
-        return 0.0
     result = _VERIFIER.run((mode, gold, candidate, _limits()))
     if result is None:
         return 0.0
@@ -462,7 +470,7 @@ def _magnitude(expr: Any, limits: tuple, budget: list[int], depth: int = 0) -> f
     """
     import sympy
 
-    _, max_exp, max_value, max_fact, _ = limits
+    max_exp, max_value, max_fact = limits[1:4]
     budget[0] -= 1
     if budget[0] < 0 or depth > 200:
         raise ValueError("tree_size")
@@ -523,8 +531,35 @@ def tree_guard(items: list, limits: tuple | None = None) -> str | None:
     return None
 
 
+_REQUEST_LIMITS: list[tuple] = [()]  # worker: the limits of the request being handled
+_REFUSED: list[str] = []  # worker: what the guarded parsers refused during that request
+
+
+def _guard_parsers(parser: Any) -> None:
+    """Put :func:`string_guard` in front of math-verify's two parsers (zygote, once).
+
+    math-verify extracts candidate answers from the text by regex and parses each with
+    ``parse_latex_cached`` (antlr, the costly step) or ``parse_expr_cached``. Guarding these calls
+    judges each extracted answer, not the reasoning around it: a refused candidate is unparsable
+    to math-verify, which goes on to the next one exactly as it does after a parse error.
+    """
+    for name in ("parse_latex_cached", "parse_expr_cached"):
+        parse = getattr(parser, name)
+
+        def guarded(text: str, _parse: Callable[[str], Any] = parse) -> Any:
+            reason = string_guard(text, _REQUEST_LIMITS[0])
+            if reason is not None:
+                _REFUSED.append(reason)
+                raise ValueError(reason)
+            return _parse(text)
+
+        setattr(parser, name, guarded)
+
+
 def _worker_handle(request: tuple, mv: Any, openr1_pred_config: list) -> tuple[bool, str | None]:
     mode, gold_text, pred_text, limits = request
+    _REQUEST_LIMITS[0] = limits
+    _REFUSED.clear()
     if mode == "openr1":
         gold = mv.parse(gold_text, extraction_mode="first_match", parsing_timeout=None)
         readings = [
@@ -538,10 +573,11 @@ def _worker_handle(request: tuple, mv: Any, openr1_pred_config: list) -> tuple[b
         if mode == "answer":  # the answer also read as LaTeX, as the gold is
             readings.append(lambda: mv.parse("$" + pred_text + "$", parsing_timeout=None))
     if not gold:
-        return False, "gold_unparsed"
+        return False, "gold_refused" if _REFUSED else "gold_unparsed"
     reason = tree_guard(gold, limits)
     if reason is not None:
         return False, reason
+    _REFUSED.clear()
     refused = None
     for read in readings:
         pred = read()
@@ -551,7 +587,7 @@ def _worker_handle(request: tuple, mv: Any, openr1_pred_config: list) -> tuple[b
         if reason is None and mv.verify(gold, pred, timeout_seconds=None):
             return True, None
         refused = refused or reason
-    return False, refused
+    return False, refused or (_REFUSED[0] if _REFUSED else None)
 
 
 def _worker_loop(fd: int, mv: Any, config: list) -> None:
@@ -603,6 +639,9 @@ def _zygote_main(ctrl_fd: int) -> None:
         logging.disable(logging.CRITICAL)  # math-verify warns that its own timeouts are disabled
         import math_verify as mv
         from latex2sympy2_extended import NormalizationConfig
+        from math_verify import parser as mv_parser
+
+        _guard_parsers(mv_parser)
 
         config = [
             mv.LatexExtractionConfig(
@@ -613,7 +652,7 @@ def _zygote_main(ctrl_fd: int) -> None:
                 try_extract_without_anchor=False,
             )
         ]
-        limits = (60.0, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
+        limits = (60.0, *_limits()[1:])
         for mode, gold, pred in _WARMUP:
             _worker_handle((mode, gold, pred, limits), mv, config)
     except BaseException:
