@@ -87,9 +87,12 @@ integer rules above hold in every variant.
 Hostile text. ``score`` never raises on a completion (``str`` of any content, or ``bytes``) and on
 an idle machine returns within about half a second. Everything here is linear-time string code
 (no backtracking regex; the integer tasks never call ``int()`` on model text); math-verify runs in
-the sandbox of :mod:`pods.verifier` (size guards, forked workers under a CPU-time budget; its
-docstring lists the guards). :func:`guard_stats` (= ``pods.verifier.stats``) counts how often each
-guard fired; :func:`warmup` starts the math-verify processes ahead of a timed loop.
+the sandbox of :mod:`pods.verifier` (size guards on each answer it extracts, forked workers under
+a CPU-time budget; its docstring lists the guards). Nothing is shortened: an answer block (or a
+gold) too long for math-verify (``pods.verifier.MAX_VERIFY_CHARS``, 8,000 characters) scores 0,
+and a whole completion that long (paper without a block, openr1) is judged by its last
+``\\boxed{}`` alone (0 without one). :func:`guard_stats` (= ``pods.verifier.stats``) counts how
+often each guard fired; :func:`warmup` starts the math-verify processes ahead of a timed loop.
 
 Programmer errors do raise ``ValueError``: an unknown task or variant (the message lists the valid
 names), a gold answer that does not fit its task. A completion that is neither ``str`` nor
@@ -451,6 +454,14 @@ def _as_text(completion: Any) -> str:
     )
 
 
+def _whole_text(text: str) -> str:
+    """A whole completion for math-verify; one too long to send is judged by its last ``\\boxed{}`` alone."""
+    if len(text) <= verifier.MAX_VERIFY_CHARS:
+        return text
+    boxed = last_boxed(text)
+    return text if boxed is None else "\\boxed{" + boxed + "}"  # still too long: verify() scores 0
+
+
 def _code_correct(text: str, gold: str, number_re: re.Pattern[str]) -> float:
     """Official single-GPU ``answer_correct``: whole text, answer block, or last number matches."""
     if _normalized_equal(text, gold):
@@ -469,12 +480,12 @@ def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> flo
         return _int_accuracy(text, gold)
     if variant == "paper":
         block = answer_block(text)
-        return _math_equal(gold, text, "text") if block is None else _math_equal(gold, block, "answer")
+        return _math_equal(gold, _whole_text(text), "text") if block is None else _math_equal(gold, block, "answer")
     if variant == "openr1":
         raw = answer.strip() if task in _GSM8K_TASKS else answer
         if task == "math" and last_boxed(raw) is None:
             raw = "\\boxed{" + raw + "}"
-        return _math_equal(raw, text, "openr1")
+        return _math_equal(raw, _whole_text(text), "openr1")
     return _code_correct(text, gold, _LASTNUM_JUN25 if variant == "code_jun25" else _LASTNUM_HEAD)
 
 

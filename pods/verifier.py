@@ -32,8 +32,9 @@ Modes (the ``request`` the worker runs); the gold is ``parse("$" + gold + "$")``
 
 Guards, in order:
 
-1. The text is cut to its last ``MAX_VERIFY_CHARS`` characters (gold: ``MAX_GOLD_CHARS``). Each
-   candidate answer math-verify extracts from it (a ``\\boxed{}``, a ``$..$``, a number or
+1. A text longer than ``MAX_VERIFY_CHARS`` characters (gold: ``MAX_GOLD_CHARS``) scores 0
+   (``too_long``, ``gold_too_long``); it is never shortened, since the tail of ``1000...0072``
+   reads as ``72`` and the tails of 3 x 10^9000 and 5 x 10^9000 are equal. Each candidate answer math-verify extracts from it (a ``\\boxed{}``, a ``$..$``, a number or
    expression) is refused when brackets ``{[(`` nest deeper than ``MAX_NESTING`` or one bracket
    group holds more than ``MAX_LIST_ITEMS`` commas (:func:`string_guard`, linear time, run in the
    worker in front of math-verify's parsers): the antlr LaTeX parser needs ~0.25 s of CPU at
@@ -444,8 +445,12 @@ def verify(gold: str, candidate: str, mode: str = "text") -> float:
         raise ValueError(f"unknown verify mode {mode!r}; choose one of: {', '.join(_MODES)}")
     if mode == "answer" and not _latex_like(candidate):
         mode = "text"
-    candidate = candidate[-MAX_VERIFY_CHARS:]
-    gold = gold[-MAX_GOLD_CHARS:]
+    if len(gold) > MAX_GOLD_CHARS:  # never shortened: a cut text can read as a different answer
+        count("gold_too_long")
+        return 0.0
+    if len(candidate) > MAX_VERIFY_CHARS:
+        count("too_long")
+        return 0.0
     result = _VERIFIER.run((mode, gold, candidate, _limits()))
     if result is None:
         return 0.0

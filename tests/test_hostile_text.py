@@ -356,3 +356,44 @@ def test_guards_still_refuse_a_hostile_answer(answer, reason, variant):
     before = V.stats().get(reason, 0)
     assert check("Some reasoning.\nSo " + answer + ".", "#### 72", "gsm8k", variant)["accuracy"] == 0.0
     assert V.stats().get(reason, 0) > before
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 13 item 3: an answer too long to check is wrong, never shortened until it looks right
+
+ZEROS = "0" * 8000
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "<answer>\n1" + ZEROS + "72\n</answer>",  # the last 8,000 characters would read 0...072
+        "<answer>\n$1" + ZEROS + "72$\n</answer>",
+        "<answer>\n\\boxed{1" + ZEROS + "72}\n</answer>",
+        "So the total is \\boxed{1" + ZEROS + "72}.",
+        "So the total is 1" + ZEROS + "72",
+    ],
+)
+def test_long_answer_is_not_cut_into_a_right_one(completion, variant):
+    assert check(completion, "#### 72", "gsm8k", variant)["accuracy"] == 0.0
+    assert check(completion, "\\boxed{72}", "math", variant)["accuracy"] == 0.0
+
+
+@pytest.mark.parametrize("variant", ["paper", "openr1"])
+@pytest.mark.parametrize("task", ["gsm8k", "math"])
+def test_huge_numbers_are_not_compared_by_their_tails(variant, task):
+    gold = "3" + "0" * 9000  # 3 x 10^9000 against 5 x 10^9000: equal in their last 8,000 digits
+    answer = "#### " + gold if task == "gsm8k" else "\\boxed{" + gold + "}"
+    assert check("<answer>\n\\boxed{5" + "0" * 9000 + "}\n</answer>", answer, task, variant)["accuracy"] == 0.0
+
+
+def test_long_reasoning_keeps_its_final_boxed_answer():
+    # A completion too long to send whole is judged by its last \boxed{} (never by a cut tail).
+    text = "Step. " * 3000 + "So the total is \\boxed{72}."
+    for variant in ("paper", "openr1"):
+        assert check(text, "#### 72", "gsm8k", variant)["accuracy"] == 1.0
+        assert check(text, "#### 73", "gsm8k", variant)["accuracy"] == 0.0
+    before = V.stats().get("too_long", 0)
+    assert check("Step. " * 3000 + "So the total is 72.", "#### 72", "gsm8k", "paper")["accuracy"] == 0.0
+    assert V.stats().get("too_long", 0) == before + 1
