@@ -79,8 +79,10 @@ integer rules above hold in every variant.
   grader (pylatexenc + mathd normalisation, sympy branch disabled) we use our own normaliser
   (``$``, ``\\boxed``, ``\\text``, ``\\left/\\right``, spacing commands, ``%``, thousands commas,
   a final period, whitespace; numbers compared exactly as fractions, so ``18.0 == 18``), and for
-  the answer block also math-verify. So we accept a superset of what the TURN grader accepts on
-  the answer block. A candidate longer than 2,000 characters is not normalised (it cannot
+  the answer block also math-verify, reading the block as free text only (``pods.verifier`` mode
+  ``text``: the paper variant's extra LaTeX reading of a block is not added here, so the code_*
+  verdicts stay as they were). So we accept a superset of what the TURN grader accepts on the
+  answer block. A candidate longer than 2,000 characters is not normalised (it cannot
   normalise to a short gold in practice). As in the official code, the ``[0-9.,]+`` candidate is
   usually the final "." of the text.
 

@@ -93,6 +93,7 @@ MATH_FAMILY = [
     ("gsm8k", A("1\\,800"), GSM_K, "00111"),  # math-verify reads 1\,800 as 801, boxed or not
     ("gsm8k", A("$1,800$"), GSM_K, "11111"),
     ("gsm8k", A("\\boxed{1,800}"), GSM_K, "11111"),
+    ("gsm8k", A("\\text{1,800}"), GSM_K, "00111"),  # math-verify reads \text{1,800} as a word, boxed or not
     ("gsm8k", A("\\text{1,800 dollars}"), GSM_K, "00110"),  # paper: text, boxed or not; code_jun25: last token 800
     ("gsm8k", A("1,801"), GSM_K, "00000"),
     ("gsm8k", A("3.5"), GSM_DEC, "10111"),
