@@ -28,6 +28,10 @@ Accuracy (1.0/0.0). The "answer block" is the text after the LAST ``<answer>`` u
 - gsm8k/math, variant ``paper``: math-verify ``parse``/``verify`` (PAPER.md App. A.1, "LaTeX parsing
   and symbolic verification") of the answer block if there is one, else of the whole completion,
   against ``parse("$" + gold + "$")`` (a bare gold such as ``p - q`` needs the ``$`` to parse).
+  Prediction and gold are treated alike: an answer block without math delimiters of its own is
+  read both as free text and as LaTeX in ``$..$`` (``pods.verifier`` mode ``answer``), so
+  ``\\sqrt{2}``, ``\\pi``, ``[2,5)``, ``\\text{18}`` or ``\\$18`` in the block count as they do
+  in ``\\boxed{}`` (tests/test_scoring_table.py). A whole completion is read as free text only.
   Fast path: when the gold and the answer block are both plain ASCII integers they are compared
   as integers in Python, which is what math-verify concludes (tested), without a sympy call.
 - letter tasks: the answer block, after unwrapping one ``$..$``, ``\\boxed{}``, ``\\text{}``,
@@ -75,17 +79,22 @@ integer rules above hold in every variant.
   grader (pylatexenc + mathd normalisation, sympy branch disabled) we use our own normaliser
   (``$``, ``\\boxed``, ``\\text``, ``\\left/\\right``, spacing commands, ``%``, thousands commas,
   a final period, whitespace; numbers compared exactly as fractions, so ``18.0 == 18``), and for
-  the answer block also math-verify. So we accept a superset of what the TURN grader accepts on
-  the answer block. A candidate longer than 2,000 characters is not normalised (it cannot
+  the answer block also math-verify, reading the block as free text only (``pods.verifier`` mode
+  ``text``: the paper variant's extra LaTeX reading of a block is not added here, so the code_*
+  verdicts stay as they were). So we accept a superset of what the TURN grader accepts on the
+  answer block. A candidate longer than 2,000 characters is not normalised (it cannot
   normalise to a short gold in practice). As in the official code, the ``[0-9.,]+`` candidate is
   usually the final "." of the text.
 
 Hostile text. ``score`` never raises on a completion (``str`` of any content, or ``bytes``) and on
 an idle machine returns within about half a second. Everything here is linear-time string code
 (no backtracking regex; the integer tasks never call ``int()`` on model text); math-verify runs in
-the sandbox of :mod:`pods.verifier` (size guards, forked workers under a CPU-time budget; its
-docstring lists the guards). :func:`guard_stats` (= ``pods.verifier.stats``) counts how often each
-guard fired; :func:`warmup` starts the math-verify processes ahead of a timed loop.
+the sandbox of :mod:`pods.verifier` (size guards on each answer it extracts, forked workers under
+a CPU-time budget; its docstring lists the guards). Nothing is shortened: an answer block (or a
+gold) too long for math-verify (``pods.verifier.MAX_VERIFY_CHARS``, 8,000 characters) scores 0,
+and a whole completion that long (paper without a block, openr1) is judged by its last
+``\\boxed{}`` alone (0 without one). :func:`guard_stats` (= ``pods.verifier.stats``) counts how
+often each guard fired; :func:`warmup` starts the math-verify processes ahead of a timed loop.
 
 Programmer errors do raise ``ValueError``: an unknown task or variant (the message lists the valid
 names), a gold answer that does not fit its task. A completion that is neither ``str`` nor
@@ -407,8 +416,8 @@ _LASTNUM_JUN25 = re.compile(r"[0-9]+")
 
 
 def _math_equal(gold: str, candidate: str, mode: str) -> float:
-    """math-verify equivalence (``pods.verifier.verify``), after the integer fast path in mode 'paper'."""
-    if mode == "paper":
+    """math-verify equivalence (``pods.verifier.verify``), after the integer fast path outside mode 'openr1'."""
+    if mode != "openr1":
         g, c = _plain_int(gold), _plain_int(candidate)
         if g is not None and c is not None:
             return float(g == c)
@@ -440,12 +449,20 @@ def _as_text(completion: Any) -> str:
     )
 
 
+def _whole_text(text: str) -> str:
+    """A whole completion for math-verify; one too long to send is judged by its last ``\\boxed{}`` alone."""
+    if len(text) <= verifier.MAX_VERIFY_CHARS:
+        return text
+    boxed = last_boxed(text)
+    return text if boxed is None else "\\boxed{" + boxed + "}"  # still too long: verify() scores 0
+
+
 def _code_correct(text: str, gold: str, number_re: re.Pattern[str]) -> float:
     """Official single-GPU ``answer_correct``: whole text, answer block, or last number matches."""
     if _normalized_equal(text, gold):
         return 1.0
     block = answer_block(text)
-    if block is not None and (_normalized_equal(block, gold) or _math_equal(gold, block, "paper")):
+    if block is not None and (_normalized_equal(block, gold) or _math_equal(gold, block, "text")):
         return 1.0
     last = _last_number(text, number_re)
     return float(last is not None and _normalized_equal(last, gold))
@@ -458,12 +475,12 @@ def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> flo
         return _int_accuracy(text, gold)
     if variant == "paper":
         block = answer_block(text)
-        return _math_equal(gold, text if block is None else block, "paper")
+        return _math_equal(gold, _whole_text(text), "text") if block is None else _math_equal(gold, block, "answer")
     if variant == "openr1":
         raw = answer.strip() if task in _GSM8K_TASKS else answer
         if task == "math" and last_boxed(raw) is None:
             raw = "\\boxed{" + raw + "}"
-        return _math_equal(raw, text, "openr1")
+        return _math_equal(raw, _whole_text(text), "openr1")
     return _code_correct(text, gold, _LASTNUM_JUN25 if variant == "code_jun25" else _LASTNUM_HEAD)
 
 

@@ -4,7 +4,8 @@ Usage::
 
     from pods import verifier
     verifier.warmup()                                  # optional: start the processes now (~1-3 s)
-    verifier.verify("\\frac{1}{2}", "0.5")              # 1.0
+    verifier.verify("\\frac{1}{2}", "so it is 0.5")       # 1.0 (mode "text")
+    verifier.verify("\\sqrt{2}", "\\sqrt{2}", "answer")     # 1.0 (read as LaTeX, like the gold)
     verifier.verify("#### 18", "so \\boxed{18}", "openr1")  # 1.0
     verifier.stats()                                   # {'nesting': 0, ...}: how often each guard fired
 
@@ -14,9 +15,16 @@ whether math-verify finds it equal to the gold, without ever hanging, raising on
 letting a huge number exhaust the machine. It imports only the standard library; sympy and
 math-verify are imported only in the child processes.
 
-Modes (the ``request`` the worker runs):
+Modes (the ``request`` the worker runs); the gold is ``parse("$" + gold + "$")`` except in openr1:
 
-- ``paper``: ``parse("$" + gold + "$")`` against ``parse(candidate)`` (default extraction).
+- ``text``: the candidate is free text: ``parse(candidate)`` (math-verify's default extraction:
+  ``\\boxed{}``, ``$..$``, "answer is ..." anchors, else the last number or expression).
+- ``answer``: the candidate is an extracted answer (an ``<answer>`` block). As ``text``; if that
+  does not verify and the candidate holds no math delimiters (no unescaped ``$``, no ``\\(``,
+  ``\\[``) and at most ``MAX_LATEX_ANSWER_CHARS`` characters, it is also read as LaTeX,
+  ``parse("$" + candidate + "$")``, exactly as the gold is: ``\\sqrt{2}``, ``\\pi``, ``p - q``,
+  ``[2,5)``, ``\\text{18}``, ``\\$18`` have no delimiters and math-verify finds nothing in
+  them as free text. Either reading may verify.
 - ``openr1``: open-r1 ``accuracy_reward``: ``parse(gold, extraction_mode="first_match")`` against
   ``parse(candidate, LatexExtractionConfig(boxed="all", boxed_match_priority=0,
   try_extract_without_anchor=False, ...), extraction_mode="first_match")``. An unparsable gold
@@ -24,11 +32,16 @@ Modes (the ``request`` the worker runs):
 
 Guards, in order:
 
-1. The text is cut to its last ``MAX_VERIFY_CHARS`` characters (gold: ``MAX_GOLD_CHARS``), and
-   refused (0.0) when brackets ``{[(`` nest deeper than ``MAX_NESTING`` or one bracket group holds
-   more than ``MAX_LIST_ITEMS`` commas (:func:`string_guard`, linear time): the antlr LaTeX parser
-   needs ~0.25 s of CPU at depth 6 and seconds at depth 10-20, and ~5 ms per element of a set or
-   tuple.
+1. A text longer than ``MAX_VERIFY_CHARS`` characters (gold: ``MAX_GOLD_CHARS``) scores 0
+   (``too_long``, ``gold_too_long``); it is never shortened, since the tail of ``1000...0072``
+   reads as ``72`` and the tails of 3 x 10^9000 and 5 x 10^9000 are equal. Each candidate answer math-verify extracts from it (a ``\\boxed{}``, a ``$..$``, a number or
+   expression) is refused when brackets ``{[(`` nest deeper than ``MAX_NESTING`` or one bracket
+   group holds more than ``MAX_LIST_ITEMS`` commas (:func:`string_guard`, linear time, run in the
+   worker in front of math-verify's parsers): the antlr LaTeX parser needs ~0.25 s of CPU at
+   depth 6 and seconds at depth 10-20, and ~5 ms per element of a set or tuple. A refused
+   candidate is unparsable to math-verify, which goes on to the next one as after any parse
+   error; so busy reasoning (a 7-deep nest, a 100-element list) does not zero the final answer
+   that follows it, and a hostile answer itself scores 0.
 2. math-verify runs in worker processes forked from a "zygote" process that imported and warmed it
    once (the parent never imports sympy). After parsing, the worker refuses to ``verify`` when the
    numbers could get huge (:func:`tree_guard`): an exponent of magnitude above
@@ -49,7 +62,8 @@ Guards, in order:
    disabled.
 
 :func:`stats` counts how often each guard fired (``nesting``, ``huge_exponent``, ``cpu_limit``,
-...); :func:`count` adds a reason of the caller's (``pods.rewards`` counts ``internal_error``).
+...; a refusal counts once per request, when that request scored 0); :func:`count` adds a reason
+of the caller's (``pods.rewards`` counts ``internal_error``).
 The first call waits for the zygote to start (~1-3 s); call :func:`warmup` ahead of a timed loop.
 On a loaded machine the wall time of a call grows with the load (the CPU budget does not). If the
 processes cannot start at all (math-verify missing), :class:`WorkerStartError` is raised: an
@@ -74,6 +88,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -95,6 +110,7 @@ log = logging.getLogger(__name__)
 # depth 20 (antlr full-context prediction), hence MAX_NESTING = 6 under CPU_BUDGET_S = 0.5. A set
 # or tuple costs ~5 ms per element (`\\{4,4,...\\}` with 100 elements: 0.5 s), hence MAX_LIST_ITEMS.
 MAX_VERIFY_CHARS = 8000
+MAX_LATEX_ANSWER_CHARS = 1000  # mode "answer": longer candidates are not also read as LaTeX
 MAX_GOLD_CHARS = 4000
 MAX_NESTING = 6
 MAX_LIST_ITEMS = 40
@@ -154,12 +170,13 @@ def _bracket_stats(s: str) -> tuple[int, int]:
     return deepest, widest
 
 
-def string_guard(s: str) -> str | None:
-    """Reason to refuse ``s`` before math-verify sees it (``nesting``, ``list_size``), or None."""
+def string_guard(s: str, limits: tuple | None = None) -> str | None:
+    """Reason to refuse parsing ``s`` (``nesting``, ``list_size``), or None. ``limits``: as :func:`_limits`."""
+    max_nesting, max_list_items = (MAX_NESTING, MAX_LIST_ITEMS) if limits is None else limits[5:7]
     deepest, widest = _bracket_stats(s)
-    if deepest > MAX_NESTING:
+    if deepest > max_nesting:
         return "nesting"
-    if widest > MAX_LIST_ITEMS:
+    if widest > max_list_items:
         return "list_size"
     return None
 
@@ -392,7 +409,15 @@ def warmup() -> None:
 
 def _limits() -> tuple:
     """Guard limits sent with each request (read at call time, so tests can change them)."""
-    return (CPU_BUDGET_S, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
+    return (
+        CPU_BUDGET_S,
+        MAX_EXPONENT_DIGITS,
+        MAX_VALUE_DIGITS,
+        MAX_FACTORIAL_DIGITS,
+        MAX_TREE_NODES,
+        MAX_NESTING,
+        MAX_LIST_ITEMS,
+    )
 
 
 def worker_pid() -> int | None:
@@ -401,22 +426,30 @@ def worker_pid() -> int | None:
     return None if worker is None else worker.pid
 
 
-def verify(gold: str, candidate: str, mode: str = "paper") -> float:
-    """1.0 iff math-verify finds ``candidate`` equal to ``gold`` under ``mode`` (``paper``/``openr1``), else 0.0.
+_MODES = ("text", "answer", "openr1")
+_MATH_DELIMITER_RE = re.compile(r"(?<!\\)\$|\\\(|\\\[")
+
+
+def _latex_like(candidate: str) -> bool:
+    """May an answer also be read as LaTeX in ``$..$``? Short, and no math delimiters of its own."""
+    return len(candidate) <= MAX_LATEX_ANSWER_CHARS and _MATH_DELIMITER_RE.search(candidate) is None
+
+
+def verify(gold: str, candidate: str, mode: str = "text") -> float:
+    """1.0 iff math-verify finds ``candidate`` equal to ``gold`` under ``mode`` (see the docstring), else 0.0.
 
     Every guard of the module docstring applies; a refused or killed request is 0.0. Never raises
     because of the text; raises :class:`WorkerStartError` if math-verify cannot run at all.
     """
-    if mode not in ("paper", "openr1"):
-        raise ValueError(f"unknown verify mode {mode!r}; choose 'paper' or 'openr1'")
-    candidate = candidate[-MAX_VERIFY_CHARS:]
-    gold = gold[-MAX_GOLD_CHARS:]
-    if string_guard(gold) is not None:
-        count("gold_refused")
+    if mode not in _MODES:
+        raise ValueError(f"unknown verify mode {mode!r}; choose one of: {', '.join(_MODES)}")
+    if mode == "answer" and not _latex_like(candidate):
+        mode = "text"
+    if len(gold) > MAX_GOLD_CHARS:  # never shortened: a cut text can read as a different answer
+        count("gold_too_long")
         return 0.0
-    reason = string_guard(candidate)
-    if reason is not None:
-        count(reason)
+    if len(candidate) > MAX_VERIFY_CHARS:
+        count("too_long")
         return 0.0
     result = _VERIFIER.run((mode, gold, candidate, _limits()))
     if result is None:
@@ -442,7 +475,7 @@ def _magnitude(expr: Any, limits: tuple, budget: list[int], depth: int = 0) -> f
     """
     import sympy
 
-    _, max_exp, max_value, max_fact, _ = limits
+    max_exp, max_value, max_fact = limits[1:4]
     budget[0] -= 1
     if budget[0] < 0 or depth > 200:
         raise ValueError("tree_size")
@@ -503,24 +536,63 @@ def tree_guard(items: list, limits: tuple | None = None) -> str | None:
     return None
 
 
+_REQUEST_LIMITS: list[tuple] = [()]  # worker: the limits of the request being handled
+_REFUSED: list[str] = []  # worker: what the guarded parsers refused during that request
+
+
+def _guard_parsers(parser: Any) -> None:
+    """Put :func:`string_guard` in front of math-verify's two parsers (zygote, once).
+
+    math-verify extracts candidate answers from the text by regex and parses each with
+    ``parse_latex_cached`` (antlr, the costly step) or ``parse_expr_cached``. Guarding these calls
+    judges each extracted answer, not the reasoning around it: a refused candidate is unparsable
+    to math-verify, which goes on to the next one exactly as it does after a parse error.
+    """
+    for name in ("parse_latex_cached", "parse_expr_cached"):
+        parse = getattr(parser, name)
+
+        def guarded(text: str, _parse: Callable[[str], Any] = parse) -> Any:
+            reason = string_guard(text, _REQUEST_LIMITS[0])
+            if reason is not None:
+                _REFUSED.append(reason)
+                raise ValueError(reason)
+            return _parse(text)
+
+        setattr(parser, name, guarded)
+
+
 def _worker_handle(request: tuple, mv: Any, openr1_pred_config: list) -> tuple[bool, str | None]:
     mode, gold_text, pred_text, limits = request
-    if mode == "paper":
-        gold = mv.parse("$" + gold_text + "$", parsing_timeout=None)
-        pred = mv.parse(pred_text, parsing_timeout=None)
-    else:  # openr1
+    _REQUEST_LIMITS[0] = limits
+    _REFUSED.clear()
+    if mode == "openr1":
         gold = mv.parse(gold_text, extraction_mode="first_match", parsing_timeout=None)
-        pred = mv.parse(
-            pred_text, extraction_config=openr1_pred_config, extraction_mode="first_match", parsing_timeout=None
-        )
+        readings = [
+            lambda: mv.parse(
+                pred_text, extraction_config=openr1_pred_config, extraction_mode="first_match", parsing_timeout=None
+            )
+        ]
+    else:
+        gold = mv.parse("$" + gold_text + "$", parsing_timeout=None)
+        readings = [lambda: mv.parse(pred_text, parsing_timeout=None)]
+        if mode == "answer":  # the answer also read as LaTeX, as the gold is
+            readings.append(lambda: mv.parse("$" + pred_text + "$", parsing_timeout=None))
     if not gold:
-        return False, "gold_unparsed"
-    if not pred:
-        return False, None
-    reason = tree_guard(gold, limits) or tree_guard(pred, limits)
+        return False, "gold_refused" if _REFUSED else "gold_unparsed"
+    reason = tree_guard(gold, limits)
     if reason is not None:
         return False, reason
-    return bool(mv.verify(gold, pred, timeout_seconds=None)), None
+    _REFUSED.clear()
+    refused = None
+    for read in readings:
+        pred = read()
+        if not pred:
+            continue
+        reason = tree_guard(pred, limits)
+        if reason is None and mv.verify(gold, pred, timeout_seconds=None):
+            return True, None
+        refused = refused or reason
+    return False, refused or (_REFUSED[0] if _REFUSED else None)
 
 
 def _worker_loop(fd: int, mv: Any, config: list) -> None:
@@ -541,17 +613,19 @@ def _worker_loop(fd: int, mv: Any, config: list) -> None:
 
 
 _WARMUP = [  # parsed and verified once in the zygote, so that forked workers start warm
-    ("paper", "\\frac{1}{2}", "0.5"),
-    ("paper", "18", "The answer is $18$."),
-    ("paper", "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)"),
-    ("paper", "\\{1,3\\}", "x \\in [2,5)"),
-    ("paper", "6 - 5i", "\\sqrt{-25} + 6"),
-    ("paper", "10\\%", "\\sin(x)^2 + \\cos(x)^2 = \\log(e)"),
-    ("paper", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "x^{2} - 2x + 1 = 0"),
-    ("paper", "\\text{Evelyn}", "\\text{(C)}"),
-    ("paper", "e^{e^{e}}", "x^{x^{x^{x}}} + 5! + \\binom{5}{2}"),  # the paths hostile text takes to the guards
-    ("paper", "10^{3}", "\\sum_{i=1}^{3} i + \\int_0^1 x dx + \\prod_{k=1}^{3} k + \\Gamma(3)"),
-    ("paper", "1", "\\tan(\\pi/2) + \\lim_{x\\to\\infty} 1/x"),
+    ("text", "\\frac{1}{2}", "0.5"),
+    ("text", "18", "The answer is $18$."),
+    ("text", "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)"),
+    ("text", "\\{1,3\\}", "x \\in [2,5)"),
+    ("text", "6 - 5i", "\\sqrt{-25} + 6"),
+    ("text", "10\\%", "\\sin(x)^2 + \\cos(x)^2 = \\log(e)"),
+    ("text", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "x^{2} - 2x + 1 = 0"),
+    ("text", "\\text{Evelyn}", "\\text{(C)}"),
+    ("text", "e^{e^{e}}", "x^{x^{x^{x}}} + 5! + \\binom{5}{2}"),  # the paths hostile text takes to the guards
+    ("text", "10^{3}", "\\sum_{i=1}^{3} i + \\int_0^1 x dx + \\prod_{k=1}^{3} k + \\Gamma(3)"),
+    ("text", "1", "\\tan(\\pi/2) + \\lim_{x\\to\\infty} 1/x"),
+    ("answer", "[2,5)", "[2, 5)"),
+    ("answer", "\\sqrt{2}", "\\text{18}"),
     ("openr1", "#### 18", "so \\boxed{18}"),
 ]
 
@@ -570,6 +644,9 @@ def _zygote_main(ctrl_fd: int) -> None:
         logging.disable(logging.CRITICAL)  # math-verify warns that its own timeouts are disabled
         import math_verify as mv
         from latex2sympy2_extended import NormalizationConfig
+        from math_verify import parser as mv_parser
+
+        _guard_parsers(mv_parser)
 
         config = [
             mv.LatexExtractionConfig(
@@ -580,7 +657,7 @@ def _zygote_main(ctrl_fd: int) -> None:
                 try_extract_without_anchor=False,
             )
         ]
-        limits = (60.0, MAX_EXPONENT_DIGITS, MAX_VALUE_DIGITS, MAX_FACTORIAL_DIGITS, MAX_TREE_NODES)
+        limits = (60.0, *_limits()[1:])
         for mode, gold, pred in _WARMUP:
             _worker_handle((mode, gold, pred, limits), mv, config)
     except BaseException:

@@ -83,10 +83,10 @@ def test_corpus_string(index):
         for variant in _variants(task):
             for gold in (right, wrong):
                 check(s, gold, task, variant)
-        # Hostile reasoning must not spoil a correct final answer (openr1 parses the whole
-        # completion, where the guards may refuse the hostile part, so it is not checked here).
-        text = _embedded(s, block)
-        for variant in [v for v in _variants(task) if v != "openr1"]:
+        # Hostile reasoning must not spoil a correct final answer (openr1, which reads the whole
+        # completion, included: the guards judge the answer math-verify extracts, issue 13 item 2).
+        for variant in _variants(task):
+            text = _embedded(s, "\\boxed{18}" if variant == "openr1" else block)
             assert check(text, right, task, variant)["accuracy"] == 1.0
             assert check(text, wrong, task, variant)["accuracy"] == 0.0
     after = R.guard_stats()
@@ -313,3 +313,87 @@ def test_worker_killed_from_outside_is_replaced():
     os.kill(V.worker_pid(), signal.SIGKILL)
     time.sleep(0.05)
     assert R.score("<answer>\n$\\frac{36}{2}$\n</answer>", "#### 18", "gsm8k")["accuracy"] == 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 13 item 2: the guards judge the extracted answer, not the reasoning around it
+
+BUSY_REASONING = {
+    "nesting_7": "We expand $" + "(" * 7 + "x" + ")" * 7 + "$ first.",
+    "nesting_12": "Consider {[(" * 4 + "y" + ")]}" * 4 + ".",
+    "list_42": "The multiples are $\\{" + ", ".join(str(4 * k) for k in range(42)) + "\\}$.",  # 41 commas
+    "list_100": "Values: (" + ", ".join(str(k) for k in range(100)) + ").",
+    "unclosed_paren_41_commas": "Note (that " + "a, " * 41 + "and so on.",
+}
+
+
+@pytest.mark.parametrize("reasoning", list(BUSY_REASONING), ids=list(BUSY_REASONING))
+@pytest.mark.parametrize(
+    ("completion", "variant"),
+    [
+        ("{r}\nSo the total is \\boxed{{72}}.", "openr1"),  # openr1 reads the whole completion
+        ("{r}\nSo the total is \\boxed{{72}}.", "paper"),  # paper without an answer block, too
+        ("<think>\n{r}\n</think>\n<answer>\n\\boxed{{72}}\n</answer>", "openr1"),
+        ("{r}\nThe answer is $72$.", "paper"),
+    ],
+)
+def test_busy_reasoning_does_not_zero_a_correct_answer(reasoning, completion, variant):
+    text = completion.format(r=BUSY_REASONING[reasoning])
+    assert check(text, "#### 72", "gsm8k", variant)["accuracy"] == 1.0
+    assert check(text, "#### 73", "gsm8k", variant)["accuracy"] == 0.0
+    assert check(text, "\\boxed{72}", "math", variant)["accuracy"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("\\boxed{" + "(" * 7 + "72" + ")" * 7 + "}", "nesting"),
+        ("\\boxed{\\{" + "4," * 41 + "72\\}}", "list_size"),
+    ],
+)
+@pytest.mark.parametrize("variant", ["paper", "openr1"])
+def test_guards_still_refuse_a_hostile_answer(answer, reason, variant):
+    before = V.stats().get(reason, 0)
+    assert check("Some reasoning.\nSo " + answer + ".", "#### 72", "gsm8k", variant)["accuracy"] == 0.0
+    assert V.stats().get(reason, 0) > before
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 13 item 3: an answer too long to check is wrong, never shortened until it looks right
+
+ZEROS = "0" * 8000
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "<answer>\n1" + ZEROS + "72\n</answer>",  # the last 8,000 characters would read 0...072
+        "<answer>\n$1" + ZEROS + "72$\n</answer>",
+        "<answer>\n\\boxed{1" + ZEROS + "72}\n</answer>",
+        "So the total is \\boxed{1" + ZEROS + "72}.",
+        "So the total is 1" + ZEROS + "72",
+    ],
+)
+def test_long_answer_is_not_cut_into_a_right_one(completion, variant):
+    assert check(completion, "#### 72", "gsm8k", variant)["accuracy"] == 0.0
+    assert check(completion, "\\boxed{72}", "math", variant)["accuracy"] == 0.0
+
+
+@pytest.mark.parametrize("variant", ["paper", "openr1"])
+@pytest.mark.parametrize("task", ["gsm8k", "math"])
+def test_huge_numbers_are_not_compared_by_their_tails(variant, task):
+    gold = "3" + "0" * 9000  # 3 x 10^9000 against 5 x 10^9000: equal in their last 8,000 digits
+    answer = "#### " + gold if task == "gsm8k" else "\\boxed{" + gold + "}"
+    assert check("<answer>\n\\boxed{5" + "0" * 9000 + "}\n</answer>", answer, task, variant)["accuracy"] == 0.0
+
+
+def test_long_reasoning_keeps_its_final_boxed_answer():
+    # A completion too long to send whole is judged by its last \boxed{} (never by a cut tail).
+    text = "Step. " * 3000 + "So the total is \\boxed{72}."
+    for variant in ("paper", "openr1"):
+        assert check(text, "#### 72", "gsm8k", variant)["accuracy"] == 1.0
+        assert check(text, "#### 73", "gsm8k", variant)["accuracy"] == 0.0
+    before = V.stats().get("too_long", 0)
+    assert check("Step. " * 3000 + "So the total is 72.", "#### 72", "gsm8k", "paper")["accuracy"] == 0.0
+    assert V.stats().get("too_long", 0) == before + 1
