@@ -4,8 +4,10 @@ and the guards (not the CPU-time kill) are what stop the hand-made corpus.
 Run: ``pytest tests/test_hostile_text.py`` (fast, ~30 s on 2 cores); ``-m slow`` adds the exhaustive
 corpus x task x variant sweep and a longer fuzz run.
 
-Time limits are ~1 s calls on an idle machine; the asserts allow ``CALL_LIMIT_S`` because CI
-machines are shared and their wall clock is noisy.
+Calls take ~1 s at worst on an idle machine. The property asserted is "never hangs": a call returns
+within the verifier's own wall-clock safety net (``WALL_TIMEOUT_S``) plus a margin for a shared,
+overloaded machine (a 34-char completion once took 2.8 s at load 11 on 2 cores). A hang would take
+minutes; speed itself is measured by benchmarks, not asserted here.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from hypothesis import strategies as st
 from pods import rewards as R
 from pods import verifier as V
 
-CALL_LIMIT_S = 2.5
+CALL_LIMIT_S = V.WALL_TIMEOUT_S + 2.5
 ALL_TASKS = list(R.TASKS)
 ALL_VARIANTS = list(R.VARIANTS)
 # (correct gold, wrong gold, the answer a correct completion puts in its block) per task
