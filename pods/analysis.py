@@ -597,8 +597,29 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _read_table(path: Path, what: str) -> pd.DataFrame:
+    """pd.read_csv of a table this module wrote; AnalysisInputError naming the file when unreadable."""
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise AnalysisInputError(f"{path} is not a readable {what} CSV ({err}); regenerate it") from None
+
+
+def _numeric(df: pd.DataFrame, path: Path, columns: Iterable[str]) -> pd.DataFrame:
+    """Columns converted to numbers; AnalysisInputError naming the file and row of the first bad cell."""
+    for col in columns:
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = num.isna() & df[col].notna()
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise AnalysisInputError(f"{path} row {i + 2}: {col}={df[col].iloc[i]!r} is not a number")
+        df[col] = num
+    return df
+
+
 def read_curves(path: str | Path) -> pd.DataFrame:
-    """Read a curves.csv written by this module; AnalysisInputError if missing or empty."""
+    """Read a curves.csv written by this module; AnalysisInputError if missing, empty, wrongly
+    shaped (columns, numbers) or holding accuracies outside [0, 1] (naming the row)."""
     path = Path(path)
     if not path.exists() or path.stat().st_size == 0:
         raise AnalysisInputError(
@@ -606,20 +627,14 @@ def read_curves(path: str | Path) -> pd.DataFrame:
             "collect --runs results/runs --out-dir results/tables` (our runs) or `... released "
             "--logs DIR --out-dir results/released` (the authors' logs)"
         )
-    df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    df = _read_table(path, "curves")
     missing = set(CURVE_COLUMNS) - set(df.columns)
     if missing or df.empty:
         raise AnalysisInputError(
             f"{path} is not a curves table (missing columns {sorted(missing)} "
             "or no rows): regenerate it with `python -m pods.analysis collect`"
         )
-    for col in ("value", "time_s", "step"):
-        num = pd.to_numeric(df[col], errors="coerce")
-        bad = num.isna() & df[col].notna()
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise AnalysisInputError(f"{path} row {i + 2}: {col}={df[col].iloc[i]!r} is not a number")
-        df[col] = num
+    df = _numeric(df, path, ("value", "time_s", "step", "seed", "grid", "n", "m", "grad_accum"))
     frac = df["metric"].isin(FRACTION_METRICS).to_numpy()
     out = frac & ~df["value"].between(0.0, 1.0).to_numpy()
     if out.any():
@@ -628,14 +643,30 @@ def read_curves(path: str | Path) -> pd.DataFrame:
             f"{path} row {i + 2}: {df['metric'].iloc[i]}={float(df['value'].iloc[i])!r} is not in [0, 1]: accuracies "
             "are fractions; regenerate the table with `python -m pods.analysis collect`"
         )
+    for col in ("seed", "grid"):
+        if df[col].isna().any():
+            i = int(np.flatnonzero(df[col].isna().to_numpy())[0])
+            raise AnalysisInputError(f"{path} row {i + 2}: {col} is empty")
     return df.astype({"setting": str, "seed": int, "grid": int}).assign(role=df["role"].fillna("").astype(str))
 
 
+STEPS_REQUIRED = ("setting", "arm", "n", "m", "grad_accum", "seed", "time_s", "steps")
+
+
 def read_steps(path: str | Path | None) -> pd.DataFrame | None:
-    """Read a steps.csv; None when no path is given or the file is absent (figures show a note)."""
+    """Read a steps.csv; None when no path is given or the file is absent (figures show a note);
+    AnalysisInputError naming the file when it lacks columns or holds non-numbers."""
     if path is None or not Path(path).exists() or Path(path).stat().st_size == 0:
         return None
-    steps = pd.read_csv(path, keep_default_na=False, na_values=[""]).astype({"setting": str})
+    path = Path(path)
+    steps = _read_table(path, "steps")
+    missing = [c for c in STEPS_REQUIRED if c not in steps.columns]
+    if missing:
+        raise AnalysisInputError(
+            f"{path} is not a steps table (missing columns {missing}): regenerate it with "
+            "`python -m pods.analysis collect` (our runs) or `released` (the authors' logs)"
+        )
+    steps = _numeric(steps, path, ("n", "m", "grad_accum", "seed", "time_s", "steps")).astype({"setting": str})
     return steps.assign(role=steps["role"].fillna("").astype(str)) if "role" in steps else steps
 
 

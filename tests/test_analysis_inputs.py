@@ -163,3 +163,26 @@ def test_one_seed_prints_no_interval(tmp_path):
     md = (out / "time_to_peak.md").read_text()
     assert "n/a (1 seed)" in md
     assert "| 3.0 | 3.00 | 3.00 | 3.00 |" not in md
+
+
+def test_wrongly_shaped_tables_name_the_file(tmp_path, capsys):
+    root = H.fake_tree(tmp_path / "runs")
+    out = tmp_path / "tables"
+    sheet = H.fake_sheet(tmp_path / "runs.tsv")
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
+    # a steps table without its `steps` column
+    pd.read_csv(out / "steps.csv").drop(columns="steps").to_csv(tmp_path / "bad_steps.csv", index=False)
+    args = ["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"]
+    assert A.main([*args, "--steps", str(tmp_path / "bad_steps.csv")]) == 2
+    assert "bad_steps.csv" in capsys.readouterr().err
+    # a curves table whose seed column holds text
+    curves = pd.read_csv(out / "curves.csv")
+    curves["seed"] = curves["seed"].astype(object)
+    curves.loc[3, "seed"] = "three"
+    curves.to_csv(tmp_path / "bad_curves.csv", index=False)
+    with pytest.raises(A.AnalysisInputError, match=r"bad_curves\.csv row 5: seed='three' is not a number"):
+        A.read_curves(tmp_path / "bad_curves.csv")
+    # not a CSV at all
+    (tmp_path / "binary.csv").write_bytes(b'"a,b\n\x00\x01"\n"')
+    with pytest.raises(A.AnalysisInputError, match=r"binary\.csv"):
+        A.read_curves(tmp_path / "binary.csv")
