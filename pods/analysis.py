@@ -22,9 +22,18 @@ evaluations, as in their scripts/plot.py.
 Time-to-peak (PAPER.md §5, App. A.4 of the paper): on the mean-over-seeds curve at the evaluation
 grid, with t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods,
 the first grid times at which each mean curve is >= T. Hence it is quantized by the grid.
-If PODS never reaches T within its budget, t_pods = inf and the speed-up is 0 (treated as infinitely
-slow, which is also what the bootstrap counts); the table says so in `note`. The baseline always
-reaches its own target unless its curve is empty, which is an error.
+If PODS never reaches T within its budget, t_pods = inf and the speed-up has no value (NaN, "never"
+in the tables, `note` says so); the bootstrap reports the share of resamples in which PODS never
+reached T (`p_pods_never`) and takes its intervals over the others. The baseline always reaches its
+own target unless its curve is empty, which is an error. Beside this eval-grid speed-up the table
+has three more to the same target (issue 10): (i) optimizer steps (curves' `step`), (ii) (i) x this
+machine's seconds per step of each arm (steps.csv), (iii) (i) x the paper hardware's seconds per
+step (the released logs of the same setting's arms, else a cost-model prediction; its source is a
+column). An arm with one seed has no interval ("n/a (1 seed)").
+
+Inputs are checked, and every error names the file and the line, row or key: accuracies outside
+[0, 1] (a run logged in percent), broken or wrongly shaped JSON / CSV, missing keys; a comparison
+whose baseline or PODS arm has no runs is refused, naming the setting and the arm.
 
 How the released logs map to the grid (verified against PAPER.md §4-§5 by tests/test_analysis.py):
 - (a)/(c) and the n/m/rule sweeps: checkpoints sorted by step number, the i-th at (i+1) x 0.5 h,
@@ -45,8 +54,9 @@ dataset "train" (mean over the steps in each grid interval), beside the evaluati
 
 Run:
     python -m pods.analysis released --logs ../shared/reference/pods-released-results --out-dir results/released
-    python -m pods.analysis collect --runs results/runs --out-dir results/tables
-    python -m pods.analysis time-to-peak --curves results/tables/curves.csv --out-dir results/tables
+    python -m pods.analysis collect --runs results/runs --out-dir results/tables --sheet config/runs_tiny.tsv
+    python -m pods.analysis time-to-peak --curves results/tables/curves.csv --steps results/tables/steps.csv \
+        --paper-steps results/released/steps.csv --out-dir results/tables
 Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
 """
 
@@ -54,10 +64,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
+import importlib.util
 import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +171,76 @@ _AUTHOR_METRICS = {
     "lengths": "completion_len_mean",
 }
 _AUTHOR_RULES = {None: "max_variance", "MaxR": "max_reward", "Rand": "random"}
+# Metrics that are fractions of test problems: every value must lie in [0, 1].
+FRACTION_METRICS = ("accuracy", "format_accuracy", "both_accuracy")
+
+
+def _load_json(path: Path, what: str = "") -> object:
+    """json.loads of a file; AnalysisInputError naming the file when it is not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AnalysisInputError(f"{path}: not valid JSON ({err}){what}") from None
+
+
+def _fraction(value, where: str, metric: str) -> float:
+    """A fraction metric's value as float; AnalysisInputError naming `where` unless it is in [0, 1]."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise AnalysisInputError(f"{where}: {metric}={value!r} is not a number") from None
+    if not 0.0 <= x <= 1.0:  # NaN fails too
+        raise AnalysisInputError(
+            f"{where}: {metric}={value!r} is not in [0, 1]: accuracies are fractions of the test set "
+            "(a run logged in percent?); fix or remove that file"
+        )
+    return x
+
+
+def _number(value, where: str, metric: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise AnalysisInputError(f"{where}: {metric}={value!r} is not a number") from None
+    if not math.isfinite(x) or x < 0:
+        raise AnalysisInputError(f"{where}: {metric}={value!r} must be a finite number >= 0")
+    return x
+
+
+def _author_value(block: Mapping, key: str, where: str) -> float | None:
+    """Mean of one metric list of the authors' JSON (None when absent/empty), range-checked."""
+    values = block.get(key)
+    if not values:
+        return None
+    if not isinstance(values, list):
+        raise AnalysisInputError(f"{where} / {key}: expected a list of per-repeat values, got {type(values).__name__}")
+    check = _fraction if _AUTHOR_METRICS[key] in FRACTION_METRICS else _number
+    return float(np.mean([check(v, f"{where} / {key}", key) for v in values]))
+
+
+def _author_log(path: Path) -> dict:
+    """An authors' evaluation JSON {checkpoint-N | dataset: ...}, shape-checked."""
+    log = _load_json(path, ": the authors' per-run evaluation files are JSON objects")
+    if not isinstance(log, dict):
+        raise AnalysisInputError(
+            f"{path}: expected a JSON object {{'checkpoint-N': {{dataset: {{metric: [values]}}}}}}, "
+            f"got {type(log).__name__}; is it one of the authors' results/ files?"
+        )
+    return log
+
+
+def _blocks(path: Path, where: str, node) -> dict:
+    """{dataset: {metric: [values]}} of one checkpoint (or the base file), shape-checked."""
+    if not isinstance(node, dict):
+        raise AnalysisInputError(
+            f"{path}: {where}: expected {{dataset: {{metric: [values]}}}}, got {type(node).__name__}"
+        )
+    for ds, block in node.items():
+        if not isinstance(block, dict):
+            raise AnalysisInputError(
+                f"{path}: {where} / {ds}: expected {{metric: [values]}}, got {type(block).__name__}"
+            )
+    return node
 
 
 # fmt: off
@@ -185,30 +268,33 @@ def _read_single_gpu(path: Path, match: re.Match, base_cache: dict, roles: Mappi
     n, m, rule = int(match["n"]), int(match["m"]), _AUTHOR_RULES[match["rule"]]
     role = roles.get((letter, _released_run_name(rec, n, m, rule, "after", 1)), "")
     ident = _ident(letter, name, n, m, rule, "after", 1, int(match["run"]), primary, role)
-    log = json.loads(path.read_text())
+    log = _author_log(path)
+    bad = [k for k in log if not re.fullmatch(r"checkpoint-\d+", str(k))]
+    if bad:
+        raise AnalysisInputError(f"{path}: keys {bad[:3]} are not checkpoint-N (a per-run evaluation file)")
     # The i-th checkpoint by step number was saved at (i + 1) grid intervals (scripts/plot.py).
     ckpts = sorted(log, key=lambda k: int(k.rsplit("-", 1)[-1]))
     ckpts = ckpts[: horizon_s // grid_s]
     rows = []
     for i, ck in enumerate(ckpts):
         t = (i + 1) * grid_s
-        for ds, block in log[ck].items():
+        for ds, block in _blocks(path, ck, log[ck]).items():
             for key, metric in _AUTHOR_METRICS.items():
-                if block.get(key):
+                value = _author_value(block, key, f"{path.name}: {ck} / {ds}")
+                if value is not None:
                     step = int(ck.rsplit("-", 1)[-1])
-                    value = np.mean(block[key])
                     rows.append(_row(ident, i + 1, t, t, step, _AUTHOR_DATASETS.get(ds, ds), metric, value, path.name))
     # t = 0: the untrained model, the same value for every seed (SEM 0 there, as in plot.py).
     if base_file not in base_cache:
         base_path = path.parent / base_file
-        base_cache[base_file] = json.loads(base_path.read_text()) if base_path.exists() else {}
+        base_cache[base_file] = _blocks(base_path, "base model", _author_log(base_path)) if base_path.exists() else {}
     evaluated = {ds for ck in ckpts for ds in log[ck]}
     for ds, block in base_cache[base_file].items():
         if ds not in evaluated:  # base-llama.json also scores MATH-500, the Llama runs never did
             continue
         for key, metric in _AUTHOR_METRICS.items():
-            if block.get(key):
-                value = np.mean(block[key])
+            value = _author_value(block, key, f"{base_file}: {ds}")
+            if value is not None:
                 rows.append(_row(ident, 0, 0.0, 0.0, 0, _AUTHOR_DATASETS.get(ds, ds), metric, value, base_file))
     step_at_horizon = int(ckpts[-1].rsplit("-", 1)[-1]) if ckpts else None
     step_row = {**_step_ident(ident), "time_s": float(horizon_s), "steps": step_at_horizon, "source": path.name}
@@ -217,16 +303,31 @@ def _read_single_gpu(path: Path, match: re.Match, base_cache: dict, roles: Mappi
 
 def _wandb_series(path: Path) -> dict:
     """{(run, key): [(eval time s, value), ...]} from a wandb CSV export (one run per cell)."""
-    with path.open(newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader)
-        body = list(reader)
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader)
+            body = list(reader)
+    except (OSError, UnicodeDecodeError, StopIteration, csv.Error) as err:
+        raise AnalysisInputError(f"{path}: not a readable CSV ({err or 'empty'}); expected a wandb export") from None
+    if not header or not any(_WANDB_RUN.match(c) for c in header):
+        raise AnalysisInputError(f"{path}: no 'data/RUN - KEY' columns: expected the authors' wandb export")
     out: dict = {}
     for j, col in enumerate(header):
         hit = _WANDB_RUN.match(col)
         if not hit or hit["key"].endswith(("__MIN", "__MAX")):
             continue
-        out[(hit["run"], hit["key"])] = [(float(r[0]), float(r[j])) for r in body if r[j]]
+        series = []
+        for i, r in enumerate(body, start=2):  # row 1 is the header
+            if len(r) != len(header):
+                raise AnalysisInputError(f"{path} row {i}: {len(r)} cells, the header has {len(header)}")
+            if r[j]:
+                where = f"{path} row {i}, column {col!r}"
+                value = (
+                    _fraction(r[j], where, "accuracy") if "accuracy" in hit["key"] else _number(r[j], where, "value")
+                )
+                series.append((_number(r[0], f"{path} row {i}, column {header[0]!r}", "time"), value))
+        out[(hit["run"], hit["key"])] = series
     return out
 
 
@@ -344,20 +445,25 @@ def load_released_steps(log_dir: str | Path) -> pd.DataFrame:
 # our run directories
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """(line number, record) of a JSON-lines file; [] when absent. A partial last line (a run killed
+    mid-write) is dropped; any other broken or non-object line is an error naming the file and line."""
     if not path.exists():
         return []
-    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    lines = [(i, ln) for i, ln in enumerate(path.read_text().splitlines(), start=1) if ln.strip()]
     out = []
-    for i, line in enumerate(lines):
+    for k, (i, line) in enumerate(lines):
         try:
-            out.append(json.loads(line))
+            rec = json.loads(line)
         except json.JSONDecodeError as err:
-            if i == len(lines) - 1:  # a run killed mid-write leaves a partial last line
+            if k == len(lines) - 1:  # a run killed mid-write leaves a partial last line
                 break
             raise AnalysisInputError(
-                f"{path}: line {i + 1} is not JSON ({err}); delete the run directory and rerun it"
+                f"{path}: line {i} is not JSON ({err}); delete the run directory and rerun it"
             ) from err
+        if not isinstance(rec, dict):
+            raise AnalysisInputError(f"{path} line {i}: expected a JSON object, got {type(rec).__name__}")
+        out.append((i, rec))
     return out
 
 
@@ -368,7 +474,11 @@ def _grid_index(time_s: float, grid_s: float) -> int:
 
 
 def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -> tuple[list, dict]:
-    cfg = json.loads((run_dir / "config.json").read_text())
+    cfg = _load_json(run_dir / "config.json", ": the trainer writes it first; rerun the run")
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("rollout"), dict):
+        raise AnalysisInputError(
+            f"{run_dir / 'config.json'}: expected the trainer's resolved config (a `rollout` section)"
+        )
     roll, ev = cfg.get("rollout", {}), cfg.get("eval", {})
     n, m = int(roll["n"]), int(roll["m"])
     rule, normalize = roll.get("rule", "max_variance"), roll.get("normalize", "after")
@@ -392,17 +502,29 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
         return int(k), k * grid_s
 
     rows, seen = [], set()
-    for rec in _read_jsonl(run_dir / "eval.jsonl"):
-        t, step = float(rec["time_s"]), int(rec.get("step", 0))
+    for line, rec in _read_jsonl(run_dir / "eval.jsonl"):
+        where = f"{run_dir / 'eval.jsonl'} line {line}"
+        missing = [k for k in ("time_s", "dataset") if k not in rec]
+        if missing:
+            raise AnalysisInputError(f"{where}: missing key(s) {missing}; eval.jsonl rows are written by the trainer")
+        t, step = _number(rec["time_s"], where, "time_s"), int(_number(rec.get("step", 0), where, "step"))
         k, t_grid = grid_of(t, step)
         if (k, rec["dataset"]) in seen:  # e.g. a final evaluation off the grid: keep the first
             continue
         seen.add((k, rec["dataset"]))
         for metric in METRICS:
             if rec.get(metric) is not None:
-                rows.append(_row(ident, k, t_grid, t, step, rec["dataset"], metric, rec[metric], run_dir))
+                check = _fraction if metric in FRACTION_METRICS else _number
+                value = check(rec[metric], where, metric)
+                rows.append(_row(ident, k, t_grid, t, step, rec["dataset"], metric, value, run_dir))
     step_row = {**_step_ident(ident), "source": str(run_dir)}
-    mdf = pd.DataFrame(_read_jsonl(run_dir / "metrics.jsonl"))
+    mrecs = _read_jsonl(run_dir / "metrics.jsonl")
+    for line, rec in mrecs:
+        for key in ("step", "time_s"):
+            if key not in rec:
+                raise AnalysisInputError(f"{run_dir / 'metrics.jsonl'} line {line}: missing key {key!r}")
+            _number(rec[key], f"{run_dir / 'metrics.jsonl'} line {line}", key)
+    mdf = pd.DataFrame([rec for _, rec in mrecs])
     if mdf.empty:
         return rows, step_row
     step_row.update(time_s=float(mdf["time_s"].iloc[-1]), steps=int(mdf["step"].iloc[-1]))
@@ -475,8 +597,29 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _read_table(path: Path, what: str) -> pd.DataFrame:
+    """pd.read_csv of a table this module wrote; AnalysisInputError naming the file when unreadable."""
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise AnalysisInputError(f"{path} is not a readable {what} CSV ({err}); regenerate it") from None
+
+
+def _numeric(df: pd.DataFrame, path: Path, columns: Iterable[str]) -> pd.DataFrame:
+    """Columns converted to numbers; AnalysisInputError naming the file and row of the first bad cell."""
+    for col in columns:
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = num.isna() & df[col].notna()
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise AnalysisInputError(f"{path} row {i + 2}: {col}={df[col].iloc[i]!r} is not a number")
+        df[col] = num
+    return df
+
+
 def read_curves(path: str | Path) -> pd.DataFrame:
-    """Read a curves.csv written by this module; AnalysisInputError if missing or empty."""
+    """Read a curves.csv written by this module; AnalysisInputError if missing, empty, wrongly
+    shaped (columns, numbers) or holding accuracies outside [0, 1] (naming the row)."""
     path = Path(path)
     if not path.exists() or path.stat().st_size == 0:
         raise AnalysisInputError(
@@ -484,21 +627,46 @@ def read_curves(path: str | Path) -> pd.DataFrame:
             "collect --runs results/runs --out-dir results/tables` (our runs) or `... released "
             "--logs DIR --out-dir results/released` (the authors' logs)"
         )
-    df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    df = _read_table(path, "curves")
     missing = set(CURVE_COLUMNS) - set(df.columns)
     if missing or df.empty:
         raise AnalysisInputError(
             f"{path} is not a curves table (missing columns {sorted(missing)} "
             "or no rows): regenerate it with `python -m pods.analysis collect`"
         )
+    df = _numeric(df, path, ("value", "time_s", "step", "seed", "grid", "n", "m", "grad_accum"))
+    frac = df["metric"].isin(FRACTION_METRICS).to_numpy()
+    out = frac & ~df["value"].between(0.0, 1.0).to_numpy()
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        raise AnalysisInputError(
+            f"{path} row {i + 2}: {df['metric'].iloc[i]}={float(df['value'].iloc[i])!r} is not in [0, 1]: accuracies "
+            "are fractions; regenerate the table with `python -m pods.analysis collect`"
+        )
+    for col in ("seed", "grid"):
+        if df[col].isna().any():
+            i = int(np.flatnonzero(df[col].isna().to_numpy())[0])
+            raise AnalysisInputError(f"{path} row {i + 2}: {col} is empty")
     return df.astype({"setting": str, "seed": int, "grid": int}).assign(role=df["role"].fillna("").astype(str))
 
 
+STEPS_REQUIRED = ("setting", "arm", "n", "m", "grad_accum", "seed", "time_s", "steps")
+
+
 def read_steps(path: str | Path | None) -> pd.DataFrame | None:
-    """Read a steps.csv; None when no path is given or the file is absent (figures show a note)."""
+    """Read a steps.csv; None when no path is given or the file is absent (figures show a note);
+    AnalysisInputError naming the file when it lacks columns or holds non-numbers."""
     if path is None or not Path(path).exists() or Path(path).stat().st_size == 0:
         return None
-    steps = pd.read_csv(path, keep_default_na=False, na_values=[""]).astype({"setting": str})
+    path = Path(path)
+    steps = _read_table(path, "steps")
+    missing = [c for c in STEPS_REQUIRED if c not in steps.columns]
+    if missing:
+        raise AnalysisInputError(
+            f"{path} is not a steps table (missing columns {missing}): regenerate it with "
+            "`python -m pods.analysis collect` (our runs) or `released` (the authors' logs)"
+        )
+    steps = _numeric(steps, path, ("n", "m", "grad_accum", "seed", "time_s", "steps")).astype({"setting": str})
     return steps.assign(role=steps["role"].fillna("").astype(str)) if "role" in steps else steps
 
 
@@ -541,10 +709,15 @@ def _as_series(curve) -> pd.Series:
     return s[s.index > 0]  # t = 0 is the base model: excluded (compute_pods_speedup_99)
 
 
+def _first_index(values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
+    """Index of the first grid point at which each row is >= its target; -1 where it never is."""
+    hit_B_T = values_B_T >= target_B[:, None]  # NaN never counts
+    return np.where(hit_B_T.any(axis=1), hit_B_T.argmax(axis=1), -1)
+
+
 def _first_reach(times_T: np.ndarray, values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
     """First time at which each row is >= its target; inf where it never is (NaN never counts)."""
-    hit_B_T = values_B_T >= target_B[:, None]
-    first_B = np.where(hit_B_T.any(axis=1), hit_B_T.argmax(axis=1), -1)
+    first_B = _first_index(values_B_T, target_B)
     return np.where(first_B >= 0, times_T[np.maximum(first_B, 0)], np.inf)
 
 
@@ -553,7 +726,8 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
 
     Curves: a Series of mean values indexed by time_s, or a `mean_curve` frame (time_s, mean).
     Returns peak, t_peak_s, target, t_baseline_s, t_pods_s, speedup, pods_reached. If PODS never
-    reaches the target, t_pods_s = inf and speedup = 0.0; an empty baseline curve is a ValueError.
+    reaches the target, t_pods_s = inf and speedup = NaN (no number: the table says "never" and the
+    bootstrap reports how often); an empty baseline curve is a ValueError.
     """
     base, pods = _as_series(baseline_curve), _as_series(pods_curve)
     if base.empty:
@@ -574,17 +748,46 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
         "target": target,
         "t_baseline_s": t_base,
         "t_pods_s": t_pods,
-        "speedup": t_base / t_pods if math.isfinite(t_pods) else 0.0,
+        "speedup": t_base / t_pods if math.isfinite(t_pods) else math.nan,
         "pods_reached": math.isfinite(t_pods),
     }
 
 
-def _seed_matrix(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(times_T, values_S_T) for one arm's tidy rows of a single metric/dataset; NaN = missing."""
+@dataclass(frozen=True)
+class _Arm:
+    """One arm's runs as matrices over (seed S, grid point T > 0): values, optimizer steps and each
+    seed's training seconds and steps at the end of the run (for seconds per step)."""
+
+    seeds: np.ndarray
+    times_T: np.ndarray
+    values_S_T: np.ndarray
+    steps_S_T: np.ndarray
+    run_time_S: np.ndarray
+    run_steps_S: np.ndarray
+
+
+def _arm(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> _Arm:
     runs = runs[runs["time_s"] > 0]
     wide = runs.pivot_table(index="seed", columns="grid", values="value", aggfunc="first")
+    if "step" in runs.columns:
+        steps = runs.pivot_table(index="seed", columns="grid", values="step", aggfunc="first")
+        steps = steps.reindex(index=wide.index, columns=wide.columns)
+    else:  # tidy rows without optimizer steps: no steps-based speed-ups
+        steps = pd.DataFrame(np.nan, index=wide.index, columns=wide.columns)
     times = runs.groupby("grid")["time_s"].mean().reindex(wide.columns)
-    return times.to_numpy(float), wide.to_numpy(float)
+    run_time = run_steps_n = np.full(len(wide), np.nan)
+    if run_steps is not None and len(run_steps):
+        per_seed = run_steps.groupby("seed")[["time_s", "steps"]].mean().reindex(wide.index)
+        run_time, run_steps_n = per_seed["time_s"].to_numpy(float), per_seed["steps"].to_numpy(float)
+    return _Arm(
+        wide.index.to_numpy(), times.to_numpy(float), wide.to_numpy(float), steps.to_numpy(float), run_time, run_steps_n
+    )
+
+
+def _seed_matrix(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(times_T, values_S_T) for one arm's tidy rows of a single metric/dataset; NaN = missing."""
+    arm = _arm(runs)
+    return arm.times_T, arm.values_S_T
 
 
 def _bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
@@ -595,6 +798,61 @@ def _bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
         return np.where(count_B_T > 0, total_B_T / count_B_T, np.nan)
 
 
+def _at(matrix_B_T: np.ndarray, first_B: np.ndarray) -> np.ndarray:
+    """matrix[b, first[b]], NaN where first[b] = -1 (never reached)."""
+    picked = matrix_B_T[np.arange(len(first_B)), np.maximum(first_B, 0)]
+    return np.where(first_B >= 0, picked, np.nan)
+
+
+def _sps(run_time_B_S: np.ndarray, run_steps_B_S: np.ndarray) -> np.ndarray:
+    """Seconds per step = mean(training seconds) / mean(steps) over runs (PAPER.md §4 footnote)."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # no steps.csv: NaN, not a warning per resample
+        return np.nanmean(run_time_B_S, axis=-1) / np.nanmean(run_steps_B_S, axis=-1)
+
+
+def _speedups(base: _Arm, pods: _Arm, idx_base_B_S, idx_pods_B_S, threshold, paper_sps=(math.nan, math.nan)) -> dict:
+    """The three speed-ups (and the eval-grid one) of each resample of seeds (rows of the idx arrays)."""
+    base_B_T, pods_B_T = (
+        _bootstrap_means(base.values_S_T, idx_base_B_S),
+        _bootstrap_means(pods.values_S_T, idx_pods_B_S),
+    )
+    target_B = threshold * np.nanmax(base_B_T, axis=1)
+    first_base_B, first_pods_B = _first_index(base_B_T, target_B), _first_index(pods_B_T, target_B)
+    never_B = first_pods_B < 0
+    t_base_B, t_pods_B = (
+        _at(base.times_T[None].repeat(len(target_B), 0), first_base_B),
+        _at(pods.times_T[None].repeat(len(target_B), 0), first_pods_B),
+    )
+    steps_base_B = _at(_bootstrap_means(base.steps_S_T, idx_base_B_S), first_base_B)
+    steps_pods_B = _at(_bootstrap_means(pods.steps_S_T, idx_pods_B_S), first_pods_B)
+    sps_base_B = _sps(base.run_time_S[idx_base_B_S], base.run_steps_S[idx_base_B_S])
+    sps_pods_B = _sps(pods.run_time_S[idx_pods_B_S], pods.run_steps_S[idx_pods_B_S])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        steps_ratio_B = steps_base_B / steps_pods_B
+        return {
+            "speedup": t_base_B / t_pods_B,
+            "speedup_steps": steps_ratio_B,
+            "speedup_wall": steps_ratio_B * sps_base_B / sps_pods_B,
+            "speedup_paper_hw": steps_ratio_B * paper_sps[0] / paper_sps[1],
+            "never": never_B,
+            "steps_baseline": steps_base_B,
+            "steps_pods": steps_pods_B,
+            "sps_baseline": sps_base_B,
+            "sps_pods": sps_pods_B,
+        }
+
+
+def _interval(samples_B: np.ndarray, ci: float) -> tuple[float, float]:
+    """Percentile interval over the resamples with a number (PODS reached the target)."""
+    finite = samples_B[np.isfinite(samples_B)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    alpha = (1 - ci) / 2
+    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
 def bootstrap_speedup(
     baseline_runs: pd.DataFrame,
     pods_runs: pd.DataFrame,
@@ -602,27 +860,54 @@ def bootstrap_speedup(
     n_boot: int = 2000,
     seed: int = 0,
     ci: float = 0.95,
+    baseline_steps: pd.DataFrame | None = None,
+    pods_steps: pd.DataFrame | None = None,
+    paper_sps: tuple[float, float] = (math.nan, math.nan),
 ) -> dict:
-    """Percentile bootstrap of the time-to-peak speed-up, resampling seeds within each arm.
+    """Percentile bootstrap of the speed-ups, resampling seeds within each arm.
 
-    Inputs: tidy rows (seed, grid, time_s, value) of one metric and dataset per arm. Each resample
-    recomputes both mean curves, the baseline peak and target, and the ratio (0 when PODS never
-    reaches the target). Deterministic for a given `seed`. Returns ci_low, ci_high, samples.
+    Inputs: tidy rows (seed, grid, time_s, step, value) of one metric and dataset per arm, and
+    optionally each arm's per-run rows of steps.csv (time_s, steps: seconds per step) and the
+    paper-hardware seconds per step (baseline, PODS). Each resample recomputes both mean curves, the
+    baseline peak and target, and (i) the eval-grid time ratio `samples`, (ii) the steps-to-target
+    ratio, (iii) the wall-clock ratio (steps x this machine's s/step), (iv) the paper-hardware ratio.
+    A resample in which PODS never reaches the target has no ratio (NaN); `p_never` is their share
+    and the intervals are over the others. Deterministic for a given `seed`.
+    Returns ci_low, ci_high, samples, p_never and {name}_ci_low/high for speedup_steps,
+    speedup_wall, speedup_paper_hw.
     """
-    t_base_T, base_S_T = _seed_matrix(baseline_runs)
-    t_pods_T, pods_S_T = _seed_matrix(pods_runs)
-    if base_S_T.size == 0 or pods_S_T.size == 0:
-        return {"ci_low": math.nan, "ci_high": math.nan, "samples": np.array([])}
+    base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
+    names = ("speedup_steps", "speedup_wall", "speedup_paper_hw")
+    if base.values_S_T.size == 0 or pods.values_S_T.size == 0:
+        out = {"ci_low": math.nan, "ci_high": math.nan, "samples": np.array([]), "p_never": math.nan}
+        return out | {f"{n}_ci_{e}": math.nan for n in names for e in ("low", "high")}
     rng = np.random.default_rng(seed)
-    base_B_T = _bootstrap_means(base_S_T, rng.integers(0, len(base_S_T), (n_boot, len(base_S_T))))
-    pods_B_T = _bootstrap_means(pods_S_T, rng.integers(0, len(pods_S_T), (n_boot, len(pods_S_T))))
-    target_B = threshold * np.nanmax(base_B_T, axis=1)
-    t_base_B = _first_reach(t_base_T, base_B_T, target_B)
-    t_pods_B = _first_reach(t_pods_T, pods_B_T, target_B)
-    speedup_B = np.where(np.isfinite(t_pods_B), t_base_B / t_pods_B, 0.0)
-    alpha = (1 - ci) / 2
-    lo, hi = np.quantile(speedup_B, [alpha, 1 - alpha])
-    return {"ci_low": float(lo), "ci_high": float(hi), "samples": speedup_B}
+    idx_base = rng.integers(0, len(base.seeds), (n_boot, len(base.seeds)))
+    idx_pods = rng.integers(0, len(pods.seeds), (n_boot, len(pods.seeds)))
+    res = _speedups(base, pods, idx_base, idx_pods, threshold, paper_sps)
+    lo, hi = _interval(res["speedup"], ci)
+    out = {"ci_low": lo, "ci_high": hi, "samples": res["speedup"], "p_never": float(res["never"].mean())}
+    for name in names:
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _interval(res[name], ci)
+    return out
+
+
+def point_speedups(
+    baseline_runs: pd.DataFrame,
+    pods_runs: pd.DataFrame,
+    threshold: float = DEFAULT_THRESHOLD,
+    baseline_steps: pd.DataFrame | None = None,
+    pods_steps: pd.DataFrame | None = None,
+    paper_sps: tuple[float, float] = (math.nan, math.nan),
+) -> dict:
+    """The point estimates of `bootstrap_speedup`'s ratios, from all seeds: steps to the target
+    (mean optimizer step at the first grid point where each mean curve reaches it), seconds per step
+    per arm (mean training seconds / mean steps over runs), and the three speed-ups."""
+    base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
+    all_base = np.arange(len(base.seeds))[None]
+    all_pods = np.arange(len(pods.seeds))[None]
+    res = _speedups(base, pods, all_base, all_pods, threshold, paper_sps)
+    return {k: (bool(v[0]) if k == "never" else float(v[0])) for k, v in res.items()}
 
 
 def seconds_per_step(steps: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFrame:
@@ -721,10 +1006,22 @@ def primary_dataset(df: pd.DataFrame, setting: str) -> str:
 
 
 def default_comparisons(df: pd.DataFrame, metric: str | None = None) -> list[Comparison]:
-    """One comparison per setting that has both a baseline and a PODS arm (letters a-f first)."""
+    """One comparison per setting whose runs carry the roles baseline and pods (letters first).
+
+    A setting with runs of one role but none of the other is refused (AnalysisInputError naming the
+    setting and the missing arm), never dropped in silence.
+    """
     out = []
     settings = sorted(df["setting"].astype(str).unique(), key=lambda s: (len(s) != 1, s))
     for s in settings:
+        roles = set(df.loc[df["setting"].astype(str) == s, "role"]) if "role" in df.columns else set()
+        present = [r for r in registry.ROLES if r in roles]
+        if len(present) == 1:
+            missing = next(r for r in registry.ROLES if r not in roles)
+            raise AnalysisInputError(
+                f"setting {s}: runs of the {present[0]} arm but none of the {missing} arm (run-sheet role "
+                f"{missing!r}): train it, or remove the setting's `role` rows from the run sheet"
+            )
         sel = main_comparison(df, s)
         if sel is None:
             continue
@@ -746,27 +1043,118 @@ def printed_speedup(x: float) -> float:
     return math.floor(x * 10 + 1e-9) / 10 if math.isfinite(x) else x
 
 
+@functools.cache
+def _cost_model():
+    """benchmarks/cost_model.py (a script, not a package module), loaded by path."""
+    path = registry.REPO_ROOT / "benchmarks" / "cost_model.py"
+    spec = importlib.util.spec_from_file_location("_pods_cost_model", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None) -> tuple[float, float, str]:
+    """(baseline s/step, PODS s/step, source) of a setting's arms on the paper's hardware.
+
+    First the authors' released logs (`paper_steps`: the steps.csv of `released`, whose `role`
+    column marks the arms of the paper sheet); else a prediction of the linear cost model
+    c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (benchmarks/cost_model.py,
+    `invert_paper`), at the n, m of the setting's paper arms, for single-GPU settings without
+    gradient accumulation; else NaN.
+    """
+    if paper_steps is not None and "role" in paper_steps.columns:
+        sub = paper_steps[paper_steps["setting"].astype(str) == str(setting)]
+        arms = [sub[sub["role"] == role] for role in registry.ROLES]
+        if all(len(a) and a["steps"].notna().any() for a in arms):
+            sps = [float(a["time_s"].mean() / a["steps"].mean()) for a in arms]
+            labels = [_label({"arm": a["arm"].iloc[0], "n": a["n"].iloc[0], "m": a["m"].iloc[0]}) for a in arms]
+            return (
+                sps[0],
+                sps[1],
+                f"released logs ({setting}): {labels[0]} vs {labels[1]}, {len(arms[0])}+{len(arms[1])} runs",
+            )
+    try:
+        main = registry.main_arms(registry.read_sheet(PAPER_SHEET)).get(setting)
+    except registry.SheetError:
+        main = None
+    if main is None or any(a.extra_value("optim.grad_accum") for a in main.values()):
+        return math.nan, math.nan, "none: no released s/step and no single-GPU paper arms to predict"
+    fit = next(r for r in _cost_model().invert_paper() if r["setting"] == "a")
+    c, g1, u1 = fit["fixed_s"], fit["g1_s"], fit["u1_s"]
+    b, q = main["baseline"], main["pods"]
+    sps = [c + g1 * a.n + u1 * a.m for a in (b, q)]
+    source = (
+        f"prediction: cost model c + g1 n + u1 m (c={c:.3g} s, g1={g1:.3g} s, u1={u1:.3g} s; fitted to (a)'s "
+        f"released s/step on 1xL40S, benchmarks/cost_model.py) at n/m {b.n}/{b.m} vs {q.n}/{q.m}"
+    )
+    return sps[0], sps[1], source
+
+
+def _select_steps(steps: pd.DataFrame | None, setting: str, sel: Mapping) -> pd.DataFrame | None:
+    if steps is None:
+        return None
+    keys = {k: v for k, v in sel.items() if k in steps.columns}
+    return select(steps[steps["setting"].astype(str) == str(setting)], **keys)
+
+
 def speedup_table(
     df: pd.DataFrame,
     comparisons: Iterable[Comparison] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     n_boot: int = 2000,
     boot_seed: int = 0,
+    steps: pd.DataFrame | None = None,
+    paper_steps: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Table 3: one row per comparison, with the point estimate from the mean curves and a
-    percentile bootstrap interval over seeds (`bootstrap_speedup`)."""
+    """Table 3: one row per comparison. Four speed-ups, each a point estimate from the mean curves
+    with a 95% percentile bootstrap interval over seeds (`bootstrap_speedup`):
+
+    - `speedup`: eval-grid training time to the target (the paper's definition, PAPER.md §5);
+    - `speedup_steps` (i): optimizer steps to the target;
+    - `speedup_wall` (ii): (i) x this machine's seconds per step of each arm (`steps`: steps.csv);
+    - `speedup_paper_hw` (iii): (i) x the paper hardware's seconds per step (`paper_seconds_per_step`:
+      the released logs, else the cost model's prediction; `paper_sps_source` says which).
+
+    `p_pods_never`: share of resamples in which PODS never reached the target (those have no ratio).
+    A comparison of a setting present in `df` whose baseline or PODS runs are missing is refused
+    (AnalysisInputError); a setting absent from `df` altogether is skipped. With one seed in an arm
+    there is no interval: the CI columns are NaN and the tables print "n/a (1 seed)".
+    """
     if comparisons is None:
         comparisons = default_comparisons(df)
     rows = []
     for c in comparisons:
+        if not (df["setting"].astype(str) == str(c.setting)).any():
+            continue
         sub = select(df, setting=c.setting, dataset=c.dataset, metric=c.metric)
         base_runs, pods_runs = select(sub, **c.baseline), select(sub, **c.pods)
-        if base_runs.empty or pods_runs.empty:
-            continue
+        for which, runs, sel in (("baseline", base_runs, c.baseline), ("PODS", pods_runs, c.pods)):
+            if runs.empty:
+                raise AnalysisInputError(
+                    f"setting {c.setting}: no runs of the {which} arm ({_label(sel)}) on {c.dataset} / "
+                    f"{c.metric}: train that arm (or fix its row of the run sheet); a comparison with a "
+                    "missing arm has no speed-up"
+                )
+        base_steps, pods_steps = _select_steps(steps, c.setting, c.baseline), _select_steps(steps, c.setting, c.pods)
+        paper_sps = paper_seconds_per_step(c.setting, paper_steps)
         base_curve, pods_curve = mean_curve(base_runs), mean_curve(pods_runs)
         res = time_to_peak(base_curve, pods_curve, threshold)
-        boot = bootstrap_speedup(base_runs, pods_runs, threshold, n_boot, boot_seed)
+        point = point_speedups(base_runs, pods_runs, threshold, base_steps, pods_steps, paper_sps[:2])
+        n_base, n_pods = int(base_runs["seed"].nunique()), int(pods_runs["seed"].nunique())
+        boot = bootstrap_speedup(
+            base_runs, pods_runs, threshold, n_boot, boot_seed,
+            baseline_steps=base_steps, pods_steps=pods_steps, paper_sps=paper_sps[:2],
+        )  # fmt: skip
+        one_seed = min(n_base, n_pods) < 2
+        if one_seed:  # a resample of one seed is that seed: no interval
+            boot = {k: (math.nan if k.endswith(("_low", "_high")) else v) for k, v in boot.items()}
         grid = np.diff(np.sort(base_curve["time_s"].unique()))
+        note = []
+        if not res["pods_reached"]:
+            note.append("PODS never reached the target")
+        if one_seed:
+            note.append("n/a (1 seed): no interval")
         rows.append(
             {
                 "setting": c.setting,
@@ -786,11 +1174,28 @@ def speedup_table(
                 "speedup_exact": res["speedup"],
                 "ci_low": boot["ci_low"],
                 "ci_high": boot["ci_high"],
+                "steps_baseline": point["steps_baseline"],
+                "steps_pods": point["steps_pods"],
+                "speedup_steps": point["speedup_steps"],
+                "speedup_steps_ci_low": boot["speedup_steps_ci_low"],
+                "speedup_steps_ci_high": boot["speedup_steps_ci_high"],
+                "sps_baseline": point["sps_baseline"],
+                "sps_pods": point["sps_pods"],
+                "speedup_wall": point["speedup_wall"],
+                "speedup_wall_ci_low": boot["speedup_wall_ci_low"],
+                "speedup_wall_ci_high": boot["speedup_wall_ci_high"],
+                "paper_sps_baseline": paper_sps[0],
+                "paper_sps_pods": paper_sps[1],
+                "paper_sps_source": paper_sps[2],
+                "speedup_paper_hw": point["speedup_paper_hw"],
+                "speedup_paper_hw_ci_low": boot["speedup_paper_hw_ci_low"],
+                "speedup_paper_hw_ci_high": boot["speedup_paper_hw_ci_high"],
+                "p_pods_never": boot["p_never"],
                 "paper_speedup": c.paper if c.paper is not None else math.nan,
-                "n_seeds_baseline": int(base_runs["seed"].nunique()),
-                "n_seeds_pods": int(pods_runs["seed"].nunique()),
+                "n_seeds_baseline": n_base,
+                "n_seeds_pods": n_pods,
                 "n_boot": n_boot,
-                "note": "" if res["pods_reached"] else "PODS never reached the target: speedup 0",
+                "note": "; ".join(note),
             }
         )
     return pd.DataFrame(rows)
@@ -813,17 +1218,60 @@ _SHOWN = [  # (column, header, decimals) of the Markdown / LaTeX tables
     ("t_pods_s", "t PODS (s)", 0), ("speedup", "speed-up", 1), ("speedup_exact", "exact", 2),
     ("ci_low", "95% CI low", 2), ("ci_high", "95% CI high", 2), ("paper_speedup", "paper", 1),
 ]
+# The three speed-ups: (header, point column, CI prefix or None, decimals).
+_THREE = [
+    ("steps to target (base / PODS)", ("steps_baseline", "steps_pods"), None, 0),
+    ("(i) steps speed-up [95% CI]", "speedup_steps", "speedup_steps", 2),
+    ("s/step here (base / PODS)", ("sps_baseline", "sps_pods"), None, 2),
+    ("(ii) wall-clock here [95% CI]", "speedup_wall", "speedup_wall", 2),
+    ("s/step paper hw (base / PODS)", ("paper_sps_baseline", "paper_sps_pods"), None, 2),
+    ("(iii) paper-hw prediction [95% CI]", "speedup_paper_hw", "speedup_paper_hw", 2),
+]
 # fmt: on
 
 
+def _one_seed(row) -> bool:
+    return min(row.get("n_seeds_baseline", 2), row.get("n_seeds_pods", 2)) < 2
+
+
+def _ci_cell(row, col: str, digits: int) -> str:
+    """A CI bound; "n/a (1 seed)" where an arm has one seed (no interval can be computed)."""
+    value = row.get(col, math.nan)
+    if isinstance(value, float) and math.isnan(value) and _one_seed(row):
+        return "n/a (1 seed)"
+    return _fmt(value, digits)
+
+
+def _three_cells(row) -> list[str]:
+    cells = [str(row["setting"])]
+    for _, point, ci, digits in _THREE:
+        if isinstance(point, tuple):
+            cells.append(" / ".join(_fmt(float(row.get(c, math.nan)), digits) for c in point))
+            continue
+        text = "never" if not row.get("t_pods_s", 0) < math.inf else _fmt(float(row.get(point, math.nan)), digits)
+        if _one_seed(row):
+            text += " [n/a (1 seed)]"
+        else:
+            lo, hi = (_fmt(float(row.get(f"{ci}_ci_{e}", math.nan)), digits) for e in ("low", "high"))
+            text += f" [{lo}, {hi}]"
+        cells.append(text)
+    cells.append(_fmt(float(row.get("p_pods_never", math.nan)), 2))
+    cells.append(_fmt(float(row.get("paper_speedup", math.nan)), 1))
+    return cells
+
+
 def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
-    """Write `stem`.csv (all columns), `stem`.md and `stem`.tex (the main columns)."""
+    """Write `stem`.csv (all columns), `stem`.md and `stem`.tex (the main columns; the Markdown also
+    the three speed-ups with their inputs)."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".csv"), stem.with_suffix(".md"), stem.with_suffix(".tex")]
     df.to_csv(paths[0], index=False)
     cols = [(c, h, d) for c, h, d in _SHOWN if c in df.columns]
-    cells = [[_fmt(r[c], d) for c, _, d in cols] for _, r in df.iterrows()]
+    cells = [
+        [_ci_cell(r, c, d) if c in ("ci_low", "ci_high") else _fmt(r[c], d) for c, _, d in cols]
+        for _, r in df.iterrows()
+    ]
     head = [h for _, h, _ in cols]
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(row) + " |" for row in cells]
@@ -831,6 +1279,17 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     md += ["", f"Speed-up: time for the baseline / time for PODS to first reach {thr:g} x the baseline's "
            "peak mean curve on the evaluation grid (t = 0 excluded), truncated to one decimal as the "
            "paper prints it; CI: 95% percentile bootstrap over seeds within each arm."]  # fmt: skip
+    if len(df) and "speedup_steps" in df.columns:
+        head3 = ["setting"] + [h for h, *_ in _THREE] + ["PODS never (share of resamples)", "paper"]
+        md += ["", "### Three speed-ups", "", "| " + " | ".join(head3) + " |", "|" + "---|" * len(head3)]
+        md += ["| " + " | ".join(_three_cells(r)) + " |" for _, r in df.iterrows()]
+        md += ["", "(i) optimizer steps for the baseline / for PODS to first reach the same target (steps: the mean "
+               "over seeds of the step at that evaluation); (ii) (i) x the seconds per training step measured "
+               "for each arm here (mean training seconds / mean steps over runs); (iii) (i) x the seconds per "
+               "step of the setting's arms on the paper's hardware, a prediction: sources below. Intervals: "
+               "95% percentile bootstrap over seeds, over the resamples in which PODS reached the target; "
+               "'PODS never' is the share of resamples in which it did not.", ""]  # fmt: skip
+        md += [f"- ({r['setting']}) paper s/step: {r['paper_sps_source']}" for _, r in df.iterrows()]
     paths[1].write_text("\n".join(md) + "\n")
 
     def tex(s: str) -> str:
@@ -913,7 +1372,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("time-to-peak", help="Table 3 with bootstrap CIs from a curves.csv")
     p.add_argument("--curves", required=True)
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--metric", help="override the metric (default: both_accuracy for b, else accuracy)")
+    p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
+    p.add_argument("--steps", help="steps.csv of the same runs: this machine's seconds per step, speed-up (ii)")
+    p.add_argument(
+        "--paper-steps",
+        help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
+        "settings without released logs use the cost model (benchmarks/cost_model.py)",
+    )
     for q in sub.choices.values():
         if q.prog.endswith(("released", "time-to-peak")):
             q.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
@@ -925,7 +1390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "released":
             curves, steps = _released(args.logs, args.sheet)
             comparisons = released_comparisons(args.sheet)
-            table = speedup_table(curves, comparisons, args.threshold, args.n_boot, args.boot_seed)
+            # The authors' runs are their own "this machine" and paper hardware: (ii) = (iii).
+            table = speedup_table(curves, comparisons, args.threshold, args.n_boot, args.boot_seed, steps, steps)
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             written += write_table(table, out / "time_to_peak")
         elif args.cmd == "collect":
@@ -934,8 +1400,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             table = None
         else:
             curves = read_curves(args.curves)
+            steps = read_steps(args.steps)
+            if args.steps and steps is None:
+                raise AnalysisInputError(f"steps table {args.steps} is missing or empty: `collect` writes it")
+            paper_steps = read_steps(args.paper_steps)
+            if args.paper_steps and paper_steps is None:
+                raise AnalysisInputError(
+                    f"{args.paper_steps} is missing or empty: `python -m pods.analysis released` writes it"
+                )
             table = speedup_table(
-                curves, default_comparisons(curves, args.metric), args.threshold, args.n_boot, args.boot_seed
+                curves,
+                default_comparisons(curves, args.metric),
+                args.threshold,
+                args.n_boot,
+                args.boot_seed,
+                steps,
+                paper_steps,
             )
             if table.empty:
                 raise AnalysisInputError(
@@ -948,7 +1428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if table is not None:
         cols = ["setting", "metric", "t_baseline_s", "t_pods_s", "speedup", "speedup_exact", "ci_low", "ci_high"]
-        cols.append("paper_speedup")
+        cols += ["speedup_steps", "speedup_wall", "speedup_paper_hw", "p_pods_never", "paper_speedup"]
         print(table[cols].to_string(index=False))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -75,6 +75,7 @@ TASKS: dict[str, Task] = {
     t.name: t
     for t in (
         Task("gsm8k", "GSM8K: gold after '####', commas removed; math-verify accuracy", "dataset"),
+        Task("gsm8k_platinum", "GSM8K-Platinum (evaluation only): scored exactly as gsm8k", "eval_only"),
         Task(
             "math",
             "MATH / MATH-500: gold = last \\boxed{} (nested braces matched) or the bare answer; math-verify",
@@ -85,7 +86,6 @@ TASKS: dict[str, Task] = {
             "SciKnowEval L3 Chemistry: one letter A-D, compared directly (PAPER.md §6, App. A.1)",
             "dataset",
         ),
-        Task("gsm8k_platinum", "GSM8K-Platinum (evaluation only): scored exactly as gsm8k", "eval_only"),
         Task("arith", "synthetic 2-digit arithmetic: integer in the <answer> block equals the gold", "synthetic"),
         Task("arith_hard", "synthetic 3-digit arithmetic: integer in the <answer> block equals the gold", "synthetic"),
         Task("arith_mc", "synthetic arithmetic as 4-option multiple choice: letter A-D", "synthetic"),

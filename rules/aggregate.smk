@@ -1,4 +1,5 @@
-# From run directories to tidy tables and the time-to-peak table (pods.analysis does the work).
+# From run directories to tidy tables and the time-to-peak table (pods.analysis does the work): the
+# eval-grid speed-up and the three of issue 10 (steps, this machine's wall-clock, paper hardware).
 
 
 rule collect:
@@ -26,6 +27,9 @@ rule collect:
 rule time_to_peak:
     input:
         curves=f"{ROOT}/tables/curves.csv",
+        steps=f"{ROOT}/tables/steps.csv",  # this machine's seconds per step: speed-up (ii)
+        # the authors' seconds per step of each setting's arms: speed-up (iii) (the cost model where none)
+        paper_steps="results/released/steps.csv",
     output:
         csv=report(
             f"{ROOT}/tables/time_to_peak.csv",
@@ -42,4 +46,5 @@ rule time_to_peak:
     conda:
         "../envs/pods.yaml"
     shell:
-        "python -m pods.analysis time-to-peak --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods.analysis time-to-peak --curves {input.curves} --steps {input.steps}"
+        " --paper-steps {input.paper_steps} --out-dir {params.out_dir} > {log} 2>&1"

@@ -169,7 +169,7 @@ def test_time_to_peak_excludes_t0_and_accepts_mean_curve_frames():
 def test_time_to_peak_never_reached_and_empty_baseline():
     res = A.time_to_peak(pd.Series({10.0: 0.8, 20.0: 0.9}), pd.Series({10.0: 0.5, 20.0: 0.6}))
     assert res["t_pods_s"] == math.inf
-    assert res["speedup"] == 0.0
+    assert math.isnan(res["speedup"])  # no number: "never" (it used to be coded 0)
     assert not res["pods_reached"]
     res = A.time_to_peak(pd.Series({10.0: 0.8}), pd.Series({0.0: 0.9}))  # PODS only has t = 0
     assert not res["pods_reached"]
@@ -226,12 +226,15 @@ def test_bootstrap_is_deterministic_and_brackets_the_estimate():
     assert not np.array_equal(one["samples"], A.bootstrap_speedup(base, pods, n_boot=500, seed=4)["samples"])
 
 
-def test_bootstrap_identical_seeds_collapse_to_point_and_counts_never_as_zero():
+def test_bootstrap_identical_seeds_collapse_to_point_and_counts_never_as_a_share():
     base, pods = _runs([[0, 0.5, 0.9, 0.9]] * 4), _runs([[0, 0.9, 0.9, 0.9]] * 4)
     boot = A.bootstrap_speedup(base, pods, n_boot=200)
     assert boot["ci_low"] == boot["ci_high"] == pytest.approx(2.0)
+    assert boot["p_never"] == 0.0
     slow = _runs([[0, 0.1, 0.2, 0.3]] * 3)
-    assert A.bootstrap_speedup(base, slow, n_boot=50)["ci_high"] == 0.0
+    never = A.bootstrap_speedup(base, slow, n_boot=50)
+    assert never["p_never"] == 1.0  # every resample: PODS never reached the target
+    assert math.isnan(never["ci_high"])  # no ratio to take an interval of
 
 
 # ----------------------------------------------------------------------------------------------
@@ -519,3 +522,79 @@ def test_released_other_settings_match_paper_section_5(released):
     a_grpo, a_pods = curve("a", "grpo", dataset="math"), curve("a", "pods", dataset="math")
     assert (a_grpo[1800.0], a_grpo[21600.0], a_grpo.max()) == pytest.approx((41.8, 42.9, 43.8), abs=0.05)
     assert (a_pods[1800.0], a_pods[21600.0]) == pytest.approx((43.5, 47.9), abs=0.05)
+
+
+# ----------------------------------------------------------------------------------------------
+# the three speed-ups (issue 10 item 2), on hand-made tidy frames
+
+
+def _tidy_arm(setting, arm, n, m, seeds_values, seeds_steps):
+    """Tidy curve rows of one arm: values and optimizer steps per seed at grid points 1..T (100 s apart)."""
+    return [
+        {"setting": setting, "setting_name": setting, "arm": arm, "role": "", "n": n, "m": m, "rule": "max_variance",
+         "normalize": "after", "grad_accum": 1, "seed": seed, "grid": k + 1, "time_s": 100.0 * (k + 1),
+         "step": steps[k], "dataset": "gsm8k", "metric": "accuracy", "value": v}
+        for seed, (values, steps) in enumerate(zip(seeds_values, seeds_steps, strict=True))
+        for k, v in enumerate(values)
+    ]  # fmt: skip
+
+
+def _run_rows(setting, arm, n, m, steps_per_seed, time_s=300.0):
+    return [
+        {"setting": setting, "arm": arm, "n": n, "m": m, "grad_accum": 1, "seed": seed, "time_s": time_s, "steps": st}
+        for seed, st in enumerate(steps_per_seed)
+    ]
+
+
+def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
+    base_values, base_steps = [[0.5, 0.8, 0.9]] * 2, [[10, 20, 30], [12, 24, 34]]
+    curves = pd.DataFrame(
+        _tidy_arm("a", "grpo", 4, 4, base_values, base_steps)
+        + _tidy_arm("a", "pods", 16, 4, [[0.9, 0.9, 0.9]] * 2, [[5, 10, 15], [7, 12, 17]])
+        # (c): PODS seed 0 reaches the target at the first evaluation, seed 1 never does
+        + _tidy_arm("c", "grpo", 4, 4, base_values, base_steps)
+        + _tidy_arm("c", "pods", 16, 4, [[0.9, 0.9, 0.9], [0.5, 0.5, 0.5]], [[5, 10, 15], [7, 12, 17]])
+    )
+    steps = pd.DataFrame(
+        _run_rows("a", "grpo", 4, 4, [30, 34])
+        + _run_rows("a", "pods", 16, 4, [15, 17])
+        + _run_rows("c", "grpo", 4, 4, [30, 34])
+        + _run_rows("c", "pods", 16, 4, [15, 17])
+    )
+    paper_steps = pd.DataFrame(  # the authors' s/step of (a)'s arms: 7.53 (GRPO) vs 10.08 (PODS), PAPER.md §4
+        [{"setting": "a", "role": "baseline", "arm": "grpo", "n": 16, "m": 16, "time_s": 753.0, "steps": 100},
+         {"setting": "a", "role": "pods", "arm": "pods", "n": 64, "m": 16, "time_s": 1008.0, "steps": 100}]
+    )  # fmt: skip
+    comps = [
+        A.Comparison(s, "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0) for s in "ac"
+    ]
+    table = A.speedup_table(curves, comps, n_boot=4000, steps=steps, paper_steps=paper_steps).set_index("setting")
+    a = table.loc["a"]
+    # Target 0.99 x 0.9: the baseline reaches it at grid 3 (steps 30, 34: mean 32), PODS at grid 1 (5, 7: 6).
+    assert (a["t_baseline_s"], a["t_pods_s"], a["speedup_exact"]) == (300.0, 100.0, 3.0)
+    assert (a["steps_baseline"], a["steps_pods"]) == (32.0, 6.0)
+    assert a["speedup_steps"] == pytest.approx(32 / 6)  # (i)
+    # s/step here: 600 s / 64 steps = 9.375 (baseline), 600 / 32 = 18.75 (PODS)
+    assert (a["sps_baseline"], a["sps_pods"]) == (pytest.approx(9.375), pytest.approx(18.75))
+    assert a["speedup_wall"] == pytest.approx(32 * 9.375 / (6 * 18.75))  # (ii) = 2.667
+    assert (a["paper_sps_baseline"], a["paper_sps_pods"]) == (pytest.approx(7.53), pytest.approx(10.08))
+    assert a["speedup_paper_hw"] == pytest.approx(32 * 7.53 / (6 * 10.08))  # (iii) = 3.984
+    assert a["paper_sps_source"].startswith("released logs (a)")
+    assert a["p_pods_never"] == 0.0
+    # Resampled steps: baseline mean in {30, 32, 34}, PODS in {5, 6, 7}: (i) within [30/7, 34/5].
+    assert 30 / 7 - 1e-9 <= a["speedup_steps_ci_low"] <= a["speedup_steps"] <= a["speedup_steps_ci_high"] <= 6.8
+    c = table.loc["c"]
+    # Mean PODS curve 0.7 < 0.891: never reached; of the 4 equally likely PODS resamples only (0, 0) reaches.
+    assert math.isnan(c["speedup"])
+    assert c["t_pods_s"] == math.inf
+    assert "never reached" in c["note"]
+    assert c["p_pods_never"] == pytest.approx(0.75, abs=0.03)
+    # In the resamples that reach, PODS takes 5 steps and the baseline 30, 32 or 34: (i) in [6, 6.8].
+    assert 6.0 - 1e-9 <= c["speedup_steps_ci_low"] <= c["speedup_steps_ci_high"] <= 6.8 + 1e-9
+    # (c) has no released s/step: the cost model predicts them from (c)'s paper arms (8/8 vs 32/8).
+    assert c["paper_sps_source"].startswith("prediction: cost model")
+    assert "8/8 vs 32/8" in c["paper_sps_source"]
+    fit = next(r for r in A._cost_model().invert_paper() if r["setting"] == "a")  # c + g1 n + u1 m
+    predicted = [fit["fixed_s"] + fit["g1_s"] * n + fit["u1_s"] * 8 for n in (8, 32)]
+    assert [c["paper_sps_baseline"], c["paper_sps_pods"]] == pytest.approx(predicted)
+    assert c["paper_sps_baseline"] < c["paper_sps_pods"]

@@ -359,28 +359,25 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
     assert "tiny_g=g" in out  # collect maps the YAML's setting name to its letter
 
     # The sheet parser and the analysis pick it up (the record added in-process as in the file).
+    monkeypatch.setattr(registry, "SETTINGS", dict(registry.SETTINGS))  # restored after the test
     exec(RECORD_G, vars(registry))  # noqa: S102  the same line the recipe appends to pods/registry.py
-    monkeypatch.setattr(registry, "SETTINGS", dict(registry.SETTINGS))
-    try:
-        sheet = wd / "config" / "runs_tiny.tsv"
-        main = registry.main_arms(registry.read_sheet(sheet))
-        assert (main["g"]["baseline"].run_name, main["g"]["pods"].run_name) == (
-            "sel~max_variance_n~8_m~8",
-            "sel~max_variance_n~32_m~8",
-        )
-        from pods import analysis as A
+    sheet = wd / "config" / "runs_tiny.tsv"
+    main = registry.main_arms(registry.read_sheet(sheet))
+    assert (main["g"]["baseline"].run_name, main["g"]["pods"].run_name) == (
+        "sel~max_variance_n~8_m~8",
+        "sel~max_variance_n~32_m~8",
+    )
+    from pods import analysis as A
 
-        spec = importlib.util.spec_from_file_location("_pods_test_analysis", REPO / "tests" / "test_analysis.py")
-        helpers = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(helpers)
-        root = tmp_path / "runs"
-        for seed in (0, 1):
-            helpers.write_run(root, "tiny_g", 8, 8, seed, [0.1, 0.3, 0.5, 0.6, 0.6], datasets=("arith_hard",))
-            helpers.write_run(root, "tiny_g", 32, 8, seed, [0.1, 0.6, 0.6, 0.6, 0.6], datasets=("arith_hard",))
-        df = A.load_runs(root, sheet=sheet)
-        (comp,) = A.default_comparisons(df)
-        assert (comp.setting, comp.metric, comp.dataset, comp.paper) == ("g", "accuracy", "arith_hard", 1.5)
-        assert (comp.baseline["n"], comp.pods["n"]) == (8, 32)
-        assert A.speedup_table(df, n_boot=50)["speedup"].tolist() == [3.0]
-    finally:
-        del registry.SETTINGS["g"]
+    spec = importlib.util.spec_from_file_location("_pods_test_analysis", REPO / "tests" / "test_analysis.py")
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    root = tmp_path / "runs"
+    for seed in (0, 1):
+        helpers.write_run(root, "tiny_g", 8, 8, seed, [0.1, 0.3, 0.5, 0.6, 0.6], datasets=("arith_hard",))
+        helpers.write_run(root, "tiny_g", 32, 8, seed, [0.1, 0.6, 0.6, 0.6, 0.6], datasets=("arith_hard",))
+    df = A.load_runs(root, sheet=sheet)
+    (comp,) = A.default_comparisons(df)
+    assert (comp.setting, comp.metric, comp.dataset, comp.paper) == ("g", "accuracy", "arith_hard", 1.5)
+    assert (comp.baseline["n"], comp.pods["n"]) == (8, 32)
+    assert A.speedup_table(df, n_boot=50)["speedup"].tolist() == [3.0]
