@@ -50,6 +50,7 @@ from pods.runlog import (
     latest_checkpoint,
     peak_memory_mb,
     prune_checkpoints,
+    run_dir_lock,
     run_meta,
 )
 from pods.trainer import (
@@ -422,6 +423,12 @@ def train(cfg: TrainConfig) -> Path:
     dist = _distributed_state(cfg, use_cuda)
     run_dir = Path(resolve_run_dir(cfg))
     logger = RunLogger(run_dir, enabled=dist.is_main_process)
+    with run_dir_lock(run_dir, enabled=dist.is_main_process):  # one writer per run directory
+        return _train_locked(cfg, logger, dist, use_cuda)
+
+
+def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool) -> Path:
+    run_dir = logger.run_dir
     if logger.finished:
         if dist.is_main_process:
             print(f"[pods] {run_dir} already finished (summary.json present); not rerunning", file=sys.stderr)

@@ -11,6 +11,9 @@ is in docs/DESIGN.md, "Run directory"); analysis reads only these files, never s
   (:meth:`RunLogger.offsets` / :meth:`RunLogger.truncate`), so re-run steps never duplicate lines.
 - ``summary.json``: written last, atomically (temp file + ``os.replace``); its presence means the
   run finished and must not be rerun.
+- ``.pods.lock``: ``flock``-ed by the one process that writes the directory (:func:`run_dir_lock`); a
+  second writer is refused. The kernel drops the lock when its holder dies, so a killed run never
+  blocks its own resume.
 - ``checkpoints/checkpoint-{step}/``: HF Trainer checkpoints; ``pods_state.json`` (:data:`STATE_FILE`)
   is written last into each and marks it complete (:func:`latest_checkpoint`, :func:`prune_checkpoints`).
 
@@ -27,7 +30,9 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import fcntl
 import importlib.metadata
 import json
 import math
@@ -40,11 +45,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "STATE_FILE",
+    "RunDirError",
     "RunLogger",
     "atomic_write_json",
     "git_commit",
@@ -54,6 +61,7 @@ __all__ = [
     "prune_checkpoints",
     "peak_memory_mb",
     "read_jsonl",
+    "run_dir_lock",
     "run_meta",
 ]
 
@@ -64,9 +72,41 @@ SUMMARY = "summary.json"
 POSTHOC_EVAL = "posthoc_eval.jsonl"
 STATE_FILE = "pods_state.json"  # written last into each checkpoint directory; marks it complete
 CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
+LOCK = ".pods.lock"
 
 # Packages whose versions change results; recorded in config.json["meta"]["packages"].
 _PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify", "vllm", "deepspeed")
+
+
+class RunDirError(Exception):
+    """A run directory that cannot be used as it is (in use, damaged, unwritable); the CLI exits 2."""
+
+
+@contextlib.contextmanager
+def run_dir_lock(run_dir: str | os.PathLike, enabled: bool = True) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``run_dir/.pods.lock`` for the duration; raise :class:`RunDirError`
+    at once if another process holds it. The kernel releases the lock when the holder exits or is
+    killed, so no stale lock can outlive its process (unlike a pid file)."""
+    if not enabled:
+        yield
+        return
+    path = Path(run_dir) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise RunDirError(
+                f"{run_dir} is in use by another `pods train` ({holder}). Fix: wait for that run to finish "
+                "or stop it, then rerun this command (it resumes); or choose another out_dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def jsonable(obj: Any) -> Any:
