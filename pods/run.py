@@ -301,9 +301,11 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
     cfg_dict = to_dict(cfg)
     old = logger.read_config()
     if old is not None:
-        old = {k: v for k, v in old.items() if k != "meta"}
-        if jsonable(old) != jsonable(cfg_dict):
-            diff = sorted(k for k in set(old) | set(cfg_dict) if old.get(k) != cfg_dict.get(k))
+        # Where the directory lies is not part of the run: a run copied or moved elsewhere resumes there.
+        old = {k: v for k, v in old.items() if k not in ("meta", "out_dir")}
+        new = {k: v for k, v in cfg_dict.items() if k != "out_dir"}
+        if jsonable(old) != jsonable(new):
+            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
             raise ValueError(
                 f"{run_dir} holds a run with a different config (sections differ: {diff}); choose another out_dir "
                 "or delete that directory to start over"

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pods import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,3 +61,41 @@ def test_lock_of_a_killed_process_does_not_block_a_resume(tmp_path):
     with run_dir_lock(tmp_path):
         assert f"pid {os.getpid()}" in (tmp_path / ".pods.lock").read_text()
 
+
+# ----------------------------------------------------------------------------------------------
+# A finished run to damage, copy or resume
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_overrides, tmp_path_factory):
+    """A finished 2-step run (checkpoint every step); tests damage copies of it."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    assert _train_cli(tiny_overrides, out) == 0
+    return out
+
+
+def _copy(run: Path, dest: Path) -> Path:
+    import shutil
+
+    shutil.copytree(run, dest, symlinks=True)
+    return dest
+
+
+# ----------------------------------------------------------------------------------------------
+# Item 8: resume from a copied directory; a full disk named as such
+
+
+def test_killed_run_copied_elsewhere_resumes_there(finished_run, tiny_overrides, tmp_path, capsys):
+    """A run killed after its last checkpoint (no summary, no final policy), copied to another folder."""
+    import json
+
+    run = _copy(finished_run, tmp_path / "elsewhere" / "run")
+    (run / "summary.json").unlink()
+    import shutil
+
+    shutil.rmtree(run / "final")
+    assert _train_cli(tiny_overrides, run) == 0, capsys.readouterr().err
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 2
+    assert (run / "metrics.jsonl").read_bytes() == (finished_run / "metrics.jsonl").read_bytes()
+    assert (run / "final").is_dir()
