@@ -47,9 +47,9 @@ from pods.runlog import (
     RunLogger,
     atomic_write_json,
     jsonable,
-    latest_checkpoint,
     peak_memory_mb,
     prune_checkpoints,
+    resumable_checkpoint,
     run_dir_lock,
     run_meta,
 )
@@ -311,7 +311,7 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
                 "or delete that directory to start over"
             )
     ckpt_root = run_dir / "checkpoints"
-    ckpt, state = latest_checkpoint(ckpt_root)
+    ckpt, state = resumable_checkpoint(ckpt_root, dist.num_processes)  # refuses a damaged one, naming it
     dist.wait_for_everyone()
     if dist.is_main_process:
         prune_checkpoints(ckpt_root, keep=ckpt)  # incomplete newer checkpoints (all of them on a fresh start)
@@ -382,6 +382,11 @@ def run_training(trainer: PODSGRPOTrainer, ckpt: Path | None, state: dict | None
     trainer.accelerator.wait_for_everyone()
 
 
+def summary_identity(cfg: TrainConfig) -> dict:
+    """The summary.json fields that tie a summary to its config."""
+    return {"n": cfg.rollout.n, "m": cfg.rollout.m, "rule": cfg.rollout.rule, "seed": cfg.seed}
+
+
 def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, global_step: int, wall_s: float) -> None:
     """Write summary.json (last): stop reason, steps, training time, accuracies, peak memory."""
     metrics = logger.metrics()
@@ -407,10 +412,7 @@ def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, globa
             "final_accuracy": final,
             "best_accuracy": best,
             "peak_mem_mb": max((m.get("peak_mem_mb") or 0.0 for m in metrics), default=None),
-            "n": cfg.rollout.n,
-            "m": cfg.rollout.m,
-            "rule": cfg.rollout.rule,
-            "seed": cfg.seed,
+            **summary_identity(cfg),
         }
     )
 
@@ -432,8 +434,9 @@ def train(cfg: TrainConfig) -> Path:
 def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool) -> Path:
     run_dir = logger.run_dir
     if logger.finished:
+        summary = logger.check_finished(summary_identity(cfg))  # names a damaged file
         if dist.is_main_process:
-            print(f"[pods] {run_dir} already finished (summary.json present); not rerunning", file=sys.stderr)
+            print(f"[pods] {run_dir} already finished ({summary['steps']} steps); not rerunning", file=sys.stderr)
         return run_dir
     ckpt, state = open_run_dir(cfg, logger, dist)
     trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)

@@ -61,6 +61,7 @@ __all__ = [
     "prune_checkpoints",
     "peak_memory_mb",
     "read_jsonl",
+    "resumable_checkpoint",
     "run_dir_lock",
     "run_meta",
 ]
@@ -78,7 +79,7 @@ LOCK = ".pods.lock"
 _PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify", "vllm", "deepspeed")
 
 
-class RunDirError(Exception):
+class RunDirError(ValueError):
     """A run directory that cannot be used as it is (in use, damaged, unwritable); the CLI exits 2."""
 
 
@@ -330,15 +331,71 @@ class RunLogger:
             size = 0 if offsets is None else int(offsets.get(name, 0))
             if not path.exists():
                 if size:
-                    raise FileNotFoundError(f"{path} is missing but the checkpoint expects {size} bytes of it")
+                    raise RunDirError(
+                        f"{path} is missing but the checkpoint expects {size} bytes of it. Fix: restore it, or "
+                        "delete the run directory to start over"
+                    )
                 continue
             if path.stat().st_size < size:
-                raise ValueError(
-                    f"{path} has {path.stat().st_size} bytes but the checkpoint recorded {size}: the log was "
-                    "edited or replaced after the checkpoint; delete the run directory to start over"
+                raise RunDirError(
+                    f"{path} is damaged: it has {path.stat().st_size} bytes but the checkpoint recorded {size} (the "
+                    "log was cut, edited or replaced after the checkpoint). Fix: restore it, or delete the run "
+                    "directory to start over"
                 )
             with open(path, "r+") as f:
                 f.truncate(size)
+
+    # -- a finished run, checked ---------------------------------------------------------------
+    def read_summary(self) -> dict:
+        """summary.json, parsed; :class:`RunDirError` naming it if it is not a finished-run summary."""
+        path = self.summary_path
+        fix = (
+            f"Fix: delete {path} and rerun the same `pods train`: it finishes again from the last checkpoint "
+            "(or delete the run directory to start over)"
+        )
+        try:
+            summary = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise RunDirError(f"{path} is damaged (not valid JSON: {e}). {fix}") from None
+        if (
+            not isinstance(summary, dict)
+            or summary.get("status") != "finished"
+            or type(summary.get("steps")) is not int
+        ):
+            raise RunDirError(f"{path} is damaged (not a finished-run summary: no status 'finished' and steps). {fix}")
+        return summary
+
+    def check_finished(self, expected: dict | None = None) -> dict:
+        """The summary of a finished run after checking it against ``expected`` (e.g. n, m, rule, seed),
+        metrics.jsonl (every step 1..steps, once) and eval.jsonl (``n_evals`` lines); raises
+        :class:`RunDirError` naming the damaged file."""
+        summary = self.read_summary()
+        for key, want in (expected or {}).items():
+            if summary.get(key) != want:
+                raise RunDirError(
+                    f"{self.summary_path} says {key}={summary.get(key)!r} but the config has {key}={want!r}: it is "
+                    "not this run's summary. Fix: choose another out_dir, or delete the run directory to start over"
+                )
+        steps = summary["steps"]
+        for path, what in ((self.metrics_path, "step"), (self.eval_path, "evaluation")):
+            try:
+                rows = read_jsonl(path)
+            except ValueError as e:
+                raise RunDirError(f"{path} is damaged ({e}). Fix: restore it, or delete the run directory") from None
+            if what == "step":
+                got = [r.get("step") for r in rows]
+                ok, want_desc = got == list(range(1, steps + 1)), f"summary.json says {steps} steps"
+            else:
+                ok, want_desc = (
+                    len(rows) == summary.get("n_evals", len(rows)),
+                    f"summary.json says {summary.get('n_evals')} evaluations",
+                )
+            if not ok:
+                raise RunDirError(
+                    f"{path} is damaged: it holds {len(rows)} {what} line(s) but {want_desc} (lines lost or "
+                    "duplicated). Fix: restore it, or delete the run directory and rerun"
+                )
+        return summary
 
     def metrics(self) -> list[dict]:
         return read_jsonl(self.metrics_path)
@@ -377,3 +434,60 @@ def prune_checkpoints(ckpt_root: str | os.PathLike, keep: Path | None) -> None:
     for d in root.iterdir():
         if d.is_dir() and CKPT_RE.match(d.name) and (keep is None or d.resolve() != keep.resolve()):
             shutil.rmtree(d, ignore_errors=True)
+
+
+# Files HF's Trainer writes into a checkpoint that an exact resume needs (besides pods_state.json).
+WEIGHT_FILES = ("model.safetensors", "adapter_model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def checkpoint_missing(ckpt: Path, num_processes: int) -> list[str]:
+    """The files an exact resume from ``ckpt`` needs that are absent or empty (none: complete)."""
+
+    def ok(name: str) -> bool:
+        return (ckpt / name).is_file() and (ckpt / name).stat().st_size > 0
+
+    missing = [] if ok("trainer_state.json") else ["trainer_state.json"]
+    if not any(ok(w) for w in WEIGHT_FILES):
+        missing.append("model weights (" + " / ".join(WEIGHT_FILES[:2]) + ")")
+    if not any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer (and scheduler) state there
+        missing += [name for name in ("optimizer.pt", "scheduler.pt") if not ok(name)]
+    rng = ["rng_state.pth"] if num_processes == 1 else [f"rng_state_{i}.pth" for i in range(num_processes)]
+    return missing + [name for name in rng if not ok(name)]
+
+
+def resumable_checkpoint(ckpt_root: str | os.PathLike, num_processes: int) -> tuple[Path | None, dict | None]:
+    """The newest checkpoint marked complete (pods_state.json) that holds every file a resume needs.
+
+    A damaged newer checkpoint is skipped with a warning naming its missing files; if every marked
+    checkpoint is damaged, :class:`RunDirError` says why (resuming without optimizer, scheduler or RNG
+    state would silently change the run). ``(None, None)``: nothing to resume, a fresh start.
+    """
+    root = Path(ckpt_root)
+    marked = sorted(
+        ((int(m.group(1)), d) for d in (root.iterdir() if root.is_dir() else []) if (m := CKPT_RE.match(d.name))),
+        reverse=True,
+    )
+    damaged: list[str] = []
+    for _, d in marked:
+        if not (d / STATE_FILE).is_file():
+            continue  # killed while saving: never complete, pruned on resume
+        try:
+            state = json.loads((d / STATE_FILE).read_bytes().decode("utf-8"))
+            if not isinstance(state, dict) or not isinstance(state.get("offsets"), dict):
+                raise ValueError("no log offsets")
+        except (UnicodeDecodeError, ValueError) as e:
+            damaged.append(f"{d / STATE_FILE} is damaged ({e})")
+            continue
+        missing = checkpoint_missing(d, num_processes)
+        if missing:
+            damaged.append(f"{d} lacks {', '.join(missing)}")
+            continue
+        if damaged:
+            print(f"[pods] skipping damaged checkpoint(s): {'; '.join(damaged)}; resuming from {d}", file=sys.stderr)
+        return d, state
+    if damaged:
+        raise RunDirError(
+            f"no complete checkpoint to resume from: {'; '.join(damaged)}. Resuming without it would not reproduce "
+            f"the run. Fix: restore the missing files, or delete the run directory {root.parent} to start over"
+        )
+    return None, None

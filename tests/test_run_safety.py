@@ -63,7 +63,7 @@ def test_lock_of_a_killed_process_does_not_block_a_resume(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# A finished run to damage, copy or resume
+# Item 5: damaged runs are named, not taken as finished or resumed from silently
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +79,96 @@ def _copy(run: Path, dest: Path) -> Path:
 
     shutil.copytree(run, dest, symlinks=True)
     return dest
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("", "not valid JSON"),
+        ("\x00\x01garbage{", "not valid JSON"),
+        ('["finished"]', "not a finished-run summary"),
+        ('{"status": "finished", "steps": 2, "n": 99, "m": 4, "rule": "max_variance", "seed": 0}', "n=99"),
+    ],
+)
+def test_damaged_summary_is_named_not_taken_as_finished(finished_run, tiny_overrides, tmp_path, capsys, content, why):
+    run = _copy(finished_run, tmp_path / "run")
+    (run / "summary.json").write_text(content)
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert str(run / "summary.json") in err
+    assert why in err
+    assert "Traceback" not in err
+
+
+def test_cut_metrics_of_a_finished_run_is_named(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path / "run")
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join(lines[: len(lines) // 2]))  # cut at a line boundary
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert f"{run / 'metrics.jsonl'} is damaged" in err
+    assert "summary.json says 2 steps" in err
+    from pods.runlog import RunDirError, RunLogger
+
+    with pytest.raises(RunDirError, match="metrics.jsonl is damaged"):  # what analysis can call
+        RunLogger(run, enabled=False).check_finished()
+
+
+def test_cut_metrics_of_an_unfinished_run_is_named(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path / "run")
+    (run / "summary.json").unlink()
+    data = (run / "metrics.jsonl").read_bytes()
+    (run / "metrics.jsonl").write_bytes(data[: len(data) // 2])  # cut mid-line, shorter than the checkpoint's offset
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert str(run / "metrics.jsonl") in err
+    assert "Traceback" not in err
+
+
+def test_checkpoint_without_optimizer_scheduler_rng_is_refused(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path / "run")
+    (run / "summary.json").unlink()
+    [ckpt] = (run / "checkpoints").glob("checkpoint-*")
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (ckpt / name).unlink()
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert f"{ckpt} lacks optimizer.pt, scheduler.pt, rng_state.pth" in err
+    assert not (run / "summary.json").exists()
+
+
+def _fake_checkpoint(root: Path, step: int, files=("trainer_state.json", "model.safetensors", "optimizer.pt",
+                                                      "scheduler.pt", "rng_state.pth")) -> Path:  # fmt: skip
+    import json
+
+    d = root / f"checkpoint-{step}"
+    d.mkdir(parents=True)
+    for name in files:
+        (d / name).write_bytes(b"x")
+    (d / "pods_state.json").write_text(json.dumps({"global_step": step, "offsets": {}}))
+    return d
+
+
+def test_resume_falls_back_to_the_previous_complete_checkpoint(tmp_path, capsys):
+    from pods.runlog import RunDirError, resumable_checkpoint
+
+    older = _fake_checkpoint(tmp_path, 2)
+    newer = _fake_checkpoint(tmp_path, 4, files=("trainer_state.json", "model.safetensors"))
+    path, state = resumable_checkpoint(tmp_path, num_processes=1)
+    assert (path, state["global_step"]) == (older, 2)
+    assert f"{newer} lacks optimizer.pt, scheduler.pt, rng_state.pth" in capsys.readouterr().err
+    import shutil
+
+    shutil.rmtree(older)
+    with pytest.raises(RunDirError, match="checkpoint-4 lacks optimizer.pt, scheduler.pt, rng_state.pth"):
+        resumable_checkpoint(tmp_path, num_processes=1)
+    (newer / "pods_state.json").write_text("{not json")
+    with pytest.raises(RunDirError, match="pods_state.json is damaged"):
+        resumable_checkpoint(tmp_path, num_processes=1)
+    two = _fake_checkpoint(tmp_path / "two", 2, files=("trainer_state.json", "model.safetensors", "optimizer.pt",
+                                                       "scheduler.pt", "rng_state_0.pth"))  # fmt: skip
+    with pytest.raises(RunDirError, match="lacks rng_state_1.pth"):
+        resumable_checkpoint(two.parent, num_processes=2)
 
 
 # ----------------------------------------------------------------------------------------------
