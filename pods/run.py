@@ -40,10 +40,11 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from pods.config import TrainConfig, resolve_run_dir, to_dict
+from pods.config import ConfigError, TrainConfig, resolve_run_dir, to_dict
 from pods.evaluation import evaluate_policy, load_eval_sets, mix_seed, pin_cpu_threads, resolve_use_cuda
 from pods.runlog import (
     STATE_FILE,
+    RunDirError,
     RunLogger,
     atomic_write_json,
     jsonable,
@@ -52,6 +53,7 @@ from pods.runlog import (
     resumable_checkpoint,
     run_dir_lock,
     run_meta,
+    writable_dir_problem,
 )
 from pods.trainer import (
     PODSGRPOTrainer,
@@ -62,7 +64,8 @@ from pods.trainer import (
     sync_device,
 )
 
-__all__ = ["RunController", "build_run", "open_run_dir", "run_training", "train", "write_summary"]
+__all__ = ["RunController", "build_run", "open_run_dir", "preflight", "run_training", "train", "write_summary"]
+HUB_TIMEOUT_S = 10.0  # how long preflight waits for the hub to confirm a model id
 
 _BAR_FMT = "{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}] {postfix}"
 
@@ -274,6 +277,45 @@ class RunController(TrainerCallback):
 # --------------------------------------------------------------------------------------------
 # The run, step by step
 # --------------------------------------------------------------------------------------------
+def preflight(cfg: TrainConfig) -> Path:
+    """The run directory, once it is known that it can be written and the policy can be found;
+    :class:`pods.config.ConfigError` (exit 2) otherwise, before any file is written."""
+    run_dir = Path(resolve_run_dir(cfg))
+    problem = writable_dir_problem(run_dir)
+    if problem:
+        raise ConfigError("out_dir", str(run_dir), problem, "choose a directory this process can create and write")
+    problem = _hub_model_problem(cfg.policy.model)
+    if problem:
+        raise ConfigError("policy.model", cfg.policy.model, *problem)
+    return run_dir
+
+
+def _hub_model_problem(spec: str) -> tuple[str, str] | None:
+    """(problem, fix) if ``spec`` is a hub id that is neither cached nor confirmed by the hub within
+    HUB_TIMEOUT_S (offline first: nothing is asked when it is cached or HF_HUB_OFFLINE is set)."""
+    from huggingface_hub import HfApi, try_to_load_from_cache
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from pods.models import describe_policy
+
+    if describe_policy(spec)["source"] != "hub" or isinstance(try_to_load_from_cache(spec, "config.json"), str):
+        return None
+    download = f"download it first (huggingface-cli download {spec}) or pass a local model directory"
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return (
+            "is not in the local Hugging Face cache and HF_HUB_OFFLINE is set",
+            f"{download}, or unset HF_HUB_OFFLINE",
+        )
+    try:
+        HfApi().model_info(spec, timeout=HUB_TIMEOUT_S)
+    except RepositoryNotFoundError:
+        return "is not a model on the Hugging Face hub (or a private one)", "check the id, or log in (hf auth login)"
+    except Exception as e:  # no network, DNS, timeout, proxy: the load would retry for a minute, then fail
+        why = " ".join(str(e).split())[:120]
+        return f"is not cached and the Hugging Face hub did not answer within {HUB_TIMEOUT_S:.0f} s ({why})", download
+    return None
+
+
 def _distributed_state(cfg: TrainConfig, use_cuda: bool) -> Any:
     from accelerate import PartialState
 
@@ -295,8 +337,8 @@ def _distributed_state(cfg: TrainConfig, use_cuda: bool) -> Any:
 
 
 def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path | None, dict | None]:
-    """Check the run directory against ``cfg``, cut its logs back to the newest complete checkpoint
-    (or empty them), write config.json on a first start; returns ``(checkpoint or None, its state)``."""
+    """Check the run directory against ``cfg`` and cut its logs back to the newest complete checkpoint
+    (or empty them); returns ``(checkpoint or None, its state)``."""
     run_dir = logger.run_dir
     cfg_dict = to_dict(cfg)
     old = logger.read_config()
@@ -306,7 +348,7 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
         new = {k: v for k, v in cfg_dict.items() if k != "out_dir"}
         if jsonable(old) != jsonable(new):
             diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            raise ValueError(
+            raise RunDirError(
                 f"{run_dir} holds a run with a different config (sections differ: {diff}); choose another out_dir "
                 "or delete that directory to start over"
             )
@@ -317,8 +359,6 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
         prune_checkpoints(ckpt_root, keep=ckpt)  # incomplete newer checkpoints (all of them on a fresh start)
         # A fresh start: no line from an earlier, uncheckpointed attempt survives.
         logger.truncate(None if ckpt is None else state["offsets"])
-        if old is None:
-            logger.write_config(cfg_dict, run_meta(dist.num_processes))
     dist.wait_for_everyone()
     return ckpt, state
 
@@ -423,9 +463,9 @@ def train(cfg: TrainConfig) -> Path:
     Resumes from the newest complete checkpoint if the run directory has one; returns at once if the
     run already finished (summary.json present).
     """
+    run_dir = preflight(cfg)  # before any work or file
     use_cuda = resolve_use_cuda(cfg)
     dist = _distributed_state(cfg, use_cuda)
-    run_dir = Path(resolve_run_dir(cfg))
     logger = RunLogger(run_dir, enabled=dist.is_main_process)
     with run_dir_lock(run_dir, enabled=dist.is_main_process):  # one writer per run directory
         return _train_locked(cfg, logger, dist, use_cuda)
@@ -440,6 +480,8 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
         return run_dir
     ckpt, state = open_run_dir(cfg, logger, dist)
     trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)
+    if dist.is_main_process and logger.read_config() is None:  # only once the run could be built: a failed
+        logger.write_config(to_dict(cfg), run_meta(dist.num_processes))  # start does not bind the directory
     wall0 = time.time()
     run_training(trainer, ckpt, state, run_dir / "final")
     if controller.stop_reason is None:

@@ -64,6 +64,7 @@ __all__ = [
     "resumable_checkpoint",
     "run_dir_lock",
     "run_meta",
+    "writable_dir_problem",
 ]
 
 CONFIG = "config.json"
@@ -108,6 +109,27 @@ def run_dir_lock(run_dir: str | os.PathLike, enabled: bool = True) -> Iterator[N
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def writable_dir_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot become a writable run directory (None: it can), checked without leaving a file:
+    it is a file, lies below a file, or its nearest existing ancestor takes no new files."""
+    path = Path(path)
+    anc = path
+    while not anc.exists() and not anc.is_symlink() and anc.parent != anc:
+        anc = anc.parent
+    if not anc.is_dir():
+        return "is a file, not a directory" if anc == path else f"lies below the file {anc}"
+    probe = None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pods-probe-", dir=anc)
+        os.close(fd)
+    except OSError as e:
+        return f"is not writable ({anc}: {e.strerror or e})"
+    finally:
+        if probe is not None:
+            Path(probe).unlink(missing_ok=True)
+    return None
 
 
 def jsonable(obj: Any) -> Any:

@@ -172,6 +172,91 @@ def test_resume_falls_back_to_the_previous_complete_checkpoint(tmp_path, capsys)
 
 
 # ----------------------------------------------------------------------------------------------
+# Item 7: inputs that cannot work exit 2 with one line, before any work, leaving no file behind
+
+
+def _read_only_dir(tmp_path: Path) -> Path:
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        return ro
+    return Path("/proc")  # root writes through file modes; /proc takes no new files
+
+
+def _bad_out_dir(kind: str, tmp_path: Path) -> Path:
+    if kind == "read_only":
+        return _read_only_dir(tmp_path) / "run"
+    (tmp_path / "a_file").write_text("not a directory\n")
+    return tmp_path / "a_file" if kind == "a_file" else tmp_path / "a_file" / "run"
+
+
+@pytest.mark.parametrize(("kind", "problem"), [("read_only", "not writable"), ("a_file", "is a file"),
+                                               ("below_a_file", "below the file")])  # fmt: skip
+def test_unusable_out_dir_exits_2_before_any_work(tiny_overrides, tmp_path, capsys, monkeypatch, kind, problem):
+    monkeypatch.chdir(tmp_path)
+    out = _bad_out_dir(kind, tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    assert _train_cli(tiny_overrides, out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pods: config error: out_dir"), err
+    assert problem in err
+    assert "\n" not in err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def _assert_refused_cleanly(code: int, err: str, key: str, tmp_path: Path) -> None:
+    assert code == 2, err
+    err = err.strip()
+    assert err.startswith(f"pods: config error: {key}"), err
+    assert "Traceback" not in err
+    assert "\n" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.yaml"] or not any(tmp_path.iterdir())
+
+
+def test_seed_beyond_numpy_range_exits_2(tiny_overrides, tmp_path, capsys):
+    code = _train_cli(tiny_overrides, tmp_path / "run", f"seed={2**64 + 1}")
+    _assert_refused_cleanly(code, capsys.readouterr().err, "seed", tmp_path)
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00binary", "setting: caf\xe9\n".encode("latin-1")])
+def test_binary_or_non_utf8_yaml_exits_2(tmp_path, capsys, content):
+    (tmp_path / "cfg.yaml").write_bytes(content)
+    code = cli.main(["train", str(tmp_path / "cfg.yaml"), f"out_dir={tmp_path / 'run'}"])
+    _assert_refused_cleanly(code, capsys.readouterr().err, "config", tmp_path)
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_unknown_hub_model_exits_2_fast(tiny_overrides, tmp_path, capsys, monkeypatch, offline):
+    import time
+
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    t0 = time.monotonic()
+    code = _train_cli(tiny_overrides, tmp_path / "run", "policy.model=nobody-pods-test/no-such-model")
+    err = capsys.readouterr().err
+    assert time.monotonic() - t0 < 30
+    _assert_refused_cleanly(code, err, "policy.model", tmp_path)
+    assert "nobody-pods-test/no-such-model" in err
+    if offline:
+        assert "HF_HUB_OFFLINE" in err
+
+
+def test_a_start_that_fails_leaves_no_config_behind(tiny_overrides, tmp_path, capsys):
+    """A policy directory that validates but does not load: the corrected command is not refused."""
+    broken = tmp_path / "broken_model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    out = tmp_path / "run"
+    assert _train_cli(tiny_overrides, out, f"policy.model={broken}") == 1  # a real failure, with its traceback
+    capsys.readouterr()
+    assert not (out / "config.json").exists()
+    assert _train_cli(tiny_overrides, out) == 0, capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
 # Item 8: resume from a copied directory; a full disk named as such
 
 
