@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pods.config import ConfigError, apply_overrides, from_dict, load_config, resolve_run_dir, to_dict, validate
-from pods.runlog import RunDirError
+from pods.runlog import DiskWriteError, RunDirError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BENCH_DIR = REPO_ROOT / "benchmarks"
@@ -182,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, RunDirError) as e:
         print(f"pods: {_one_paragraph(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except DiskWriteError as e:  # the message says what and where; a traceback would bury it
+        print(f"pods: {_one_paragraph(e)}", file=sys.stderr)
+        return EXIT_FAIL
     except KeyboardInterrupt:
         print("pods: interrupted", file=sys.stderr)
         return 130

@@ -54,6 +54,7 @@ from pods.runlog import (
     run_dir_lock,
     run_meta,
     writable_dir_problem,
+    writing,
 )
 from pods.trainer import (
     PODSGRPOTrainer,
@@ -418,7 +419,8 @@ def run_training(trainer: PODSGRPOTrainer, ckpt: Path | None, state: dict | None
         trainer.load_checkpoint_weights(ckpt)
     else:
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt is not None else None)
-    trainer.save_model(str(final_dir))  # the final policy (LoRA adapter or full weights); all ranks
+    with writing(final_dir, (OSError, RuntimeError)):
+        trainer.save_model(str(final_dir))  # the final policy (LoRA adapter or full weights); all ranks
     trainer.accelerator.wait_for_everyone()
 
 

@@ -51,6 +51,7 @@ from typing import Any
 
 __all__ = [
     "STATE_FILE",
+    "DiskWriteError",
     "RunDirError",
     "RunLogger",
     "atomic_write_json",
@@ -65,6 +66,7 @@ __all__ = [
     "run_dir_lock",
     "run_meta",
     "writable_dir_problem",
+    "writing",
 ]
 
 CONFIG = "config.json"
@@ -109,6 +111,25 @@ def run_dir_lock(run_dir: str | os.PathLike, enabled: bool = True) -> Iterator[N
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+class DiskWriteError(OSError):
+    """A write into the run directory failed (disk full, quota, read-only): the message names the path."""
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike, catch: tuple[type[BaseException], ...] = (OSError,)) -> Iterator[None]:
+    """Turn a failed write of ``path`` into :class:`DiskWriteError` "disk full or unwritable: <path>".
+
+    ``catch`` adds ``RuntimeError`` around ``torch.save``, which reports a full disk as "unexpected pos".
+    """
+    try:
+        yield
+    except DiskWriteError:
+        raise
+    except catch as e:
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        raise DiskWriteError(f"disk full or unwritable: {path} ({why})") from e
 
 
 def writable_dir_problem(path: str | os.PathLike) -> str | None:
@@ -158,17 +179,19 @@ def _dumps(obj: Any, **kw: Any) -> str:
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Write ``obj`` as JSON to ``path`` so that readers see either the old file or the whole new one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(_dumps(obj, indent=2, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = _dumps(obj, indent=2, sort_keys=True) + "\n"
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def read_jsonl(path: str | os.PathLike, allow_partial_tail: bool = False) -> list[dict]:
@@ -315,7 +338,7 @@ class RunLogger:
             return
         line = _dumps(row, sort_keys=False) + "\n"
         # One write() per line: a SIGKILL can cut a line short but never interleave two.
-        with open(path, "a") as f:
+        with writing(path), open(path, "a") as f:
             f.write(line)
             f.flush()
 
@@ -364,7 +387,7 @@ class RunLogger:
                     "log was cut, edited or replaced after the checkpoint). Fix: restore it, or delete the run "
                     "directory to start over"
                 )
-            with open(path, "r+") as f:
+            with writing(path), open(path, "r+") as f:
                 f.truncate(size)
 
     # -- a finished run, checked ---------------------------------------------------------------

@@ -274,3 +274,44 @@ def test_killed_run_copied_elsewhere_resumes_there(finished_run, tiny_overrides,
     assert summary["steps"] == 2
     assert (run / "metrics.jsonl").read_bytes() == (finished_run / "metrics.jsonl").read_bytes()
     assert (run / "final").is_dir()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(28, "No space left on device"),
+        RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 64 vs 0"),
+    ],
+    ids=["ENOSPC", "torch_unexpected_pos"],
+)
+def test_full_disk_while_checkpointing_is_named(tiny_overrides, tmp_path, capsys, monkeypatch, error):
+    import torch
+
+    def full_disk(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(torch, "save", full_disk)  # optimizer/scheduler/RNG state of the first checkpoint
+    out = tmp_path / "run"
+    assert _train_cli(tiny_overrides, out) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines()[-1].startswith(f"pods: disk full or unwritable: {out / 'checkpoints' / 'checkpoint-1'} (")
+    assert "Traceback" not in err
+
+
+def test_full_disk_while_logging_is_named(tiny_overrides, tmp_path, capsys, monkeypatch):
+    import builtins
+    import errno
+
+    import pods.runlog
+
+    def no_space_for_logs(file, mode="r", *args, **kwargs):
+        if str(file).endswith(".jsonl") and "a" in mode:
+            raise OSError(errno.ENOSPC, "No space left on device", str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(pods.runlog, "open", no_space_for_logs, raising=False)
+    out = tmp_path / "run"
+    assert _train_cli(tiny_overrides, out) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"pods: disk full or unwritable: {out / 'eval.jsonl'} (OSError: [Errno 28]" in err  # the t = 0 evaluation
+    assert "Traceback" not in err
