@@ -4,10 +4,13 @@ Run it through the CLI (``python -m pods train experiments/tiny_a.yaml budget.ma
 from Python (``pods.run.train(cfg) -> run_dir``). The PODS algorithm lives in :mod:`pods.trainer`;
 this module only drives it:
 
-1. :func:`open_run_dir`: refuse a directory holding another config, find the newest complete
-   checkpoint, cut the logs back to it (or empty them for a fresh start), write ``config.json``.
+0. :func:`preflight`: the run directory can be created and written, a hub policy exists (offline
+   first); else ``ConfigError`` (exit 2) before any file is written. Then the directory is locked
+   (:func:`pods.runlog.run_dir_lock`): a second ``pods train`` into it exits 2.
+1. :func:`open_run_dir`: refuse a directory holding another config (``out_dir`` aside, so a copied
+   run resumes), find the newest complete checkpoint, cut the logs back to it (or empty them).
 2. :func:`build_run`: load the policy, the training prompts and the eval sets; build the trainer and
-   the :class:`RunController` callback.
+   the :class:`RunController` callback; ``config.json`` is written once this succeeded.
 3. :func:`run_training`: train (resuming), or only reload the weights when the stop step was
    already checkpointed; then save the final policy.
 4. :func:`write_summary`: ``summary.json``, written last.
@@ -22,6 +25,10 @@ Resume: a checkpoint (HF Trainer state + optimizer + RNG) carries ``pods_state.j
 clock, eval-grid position, log byte offsets) written last; a checkpoint without it is incomplete and
 ignored. A restarted run resumes from the newest complete checkpoint and cuts the JSONL logs back to
 the recorded offsets, so no line is duplicated; a finished run (summary.json present) is not rerun.
+What is read is checked (:class:`pods.runlog.RunDirError`, exit 2, naming the damaged file): a
+summary must parse and agree with the config and the logs; a log shorter than its recorded offset is
+refused; a checkpoint lacking optimizer, scheduler, weights or RNG state is skipped for an older
+complete one, else the resume is refused. A failed write says "disk full or unwritable: <path>".
 
 Environment: ``PODS_NO_PROGRESS=1`` hides the progress bar. On a busy CPU, ``OMP_NUM_THREADS=1``
 makes step times far less erratic (torch's spinning threads suffer most from oversubscription).
