@@ -16,9 +16,9 @@ Examples::
 ``--paper`` (validate) and ``--dry-run`` (train) skip the checks against this machine (GPU-only options,
 bf16 on a CPU without bf16) so paper-scale configs validate anywhere; everything else is still checked.
 
-Exit codes (docs/DESIGN.md): 0 success; 2 bad input (config error, missing file, bad usage), reported
-as one paragraph on stderr with no traceback and before anything is written; 1 any other failure
-(with its traceback).
+Exit codes (docs/DESIGN.md): 0 success; 2 bad input (config error, missing file, bad usage, a run
+directory in use by another `pods train`, damaged or unwritable), reported as one paragraph on stderr
+with no traceback and before anything is written; 1 any other failure (with its traceback).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pods.config import ConfigError, apply_overrides, from_dict, load_config, resolve_run_dir, to_dict, validate
+from pods.runlog import DiskWriteError, RunDirError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BENCH_DIR = REPO_ROOT / "benchmarks"
@@ -178,9 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"pods: config error: {_one_paragraph(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except UsageError as e:
+    except (UsageError, RunDirError) as e:
         print(f"pods: {_one_paragraph(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except DiskWriteError as e:  # the message says what and where; a traceback would bury it
+        print(f"pods: {_one_paragraph(e)}", file=sys.stderr)
+        return EXIT_FAIL
     except KeyboardInterrupt:
         print("pods: interrupted", file=sys.stderr)
         return 130

@@ -613,6 +613,8 @@ class TrainConfig(_Section):
             )
         if self.seed < 0:
             self._fail("seed", "must be >= 0", "use a non-negative integer")
+        if self.seed >= 2**32:
+            self._fail("seed", "must be < 2**32 (numpy's seed range, used by set_seed)", "use 0 .. 4294967295")
         if self.out_dir is not None and not self.out_dir.strip():
             self._fail("out_dir", "is empty", "use null (derived from the parameters) or a directory path")
         np_ = self.hardware.num_processes
@@ -930,6 +932,13 @@ def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
             str(path),
             f"is not valid YAML: {' '.join(str(e).split())}",
             "fix the YAML syntax at the line shown",
+        ) from None
+    except UnicodeDecodeError as e:  # a binary file, or text in another encoding
+        raise ConfigError(
+            "config",
+            str(path),
+            f"is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})",
+            "give a YAML file saved as UTF-8, e.g. experiments/tiny_a.yaml",
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(

@@ -4,10 +4,13 @@ Run it through the CLI (``python -m pods train experiments/tiny_a.yaml budget.ma
 from Python (``pods.run.train(cfg) -> run_dir``). The PODS algorithm lives in :mod:`pods.trainer`;
 this module only drives it:
 
-1. :func:`open_run_dir`: refuse a directory holding another config, find the newest complete
-   checkpoint, cut the logs back to it (or empty them for a fresh start), write ``config.json``.
+0. :func:`preflight`: the run directory can be created and written, a hub policy exists (offline
+   first); else ``ConfigError`` (exit 2) before any file is written. Then the directory is locked
+   (:func:`pods.runlog.run_dir_lock`): a second ``pods train`` into it exits 2.
+1. :func:`open_run_dir`: refuse a directory holding another config (``out_dir`` aside, so a copied
+   run resumes), find the newest complete checkpoint, cut the logs back to it (or empty them).
 2. :func:`build_run`: load the policy, the training prompts and the eval sets; build the trainer and
-   the :class:`RunController` callback.
+   the :class:`RunController` callback; ``config.json`` is written once this succeeded.
 3. :func:`run_training`: train (resuming), or only reload the weights when the stop step was
    already checkpointed; then save the final policy.
 4. :func:`write_summary`: ``summary.json``, written last.
@@ -22,6 +25,10 @@ Resume: a checkpoint (HF Trainer state + optimizer + RNG) carries ``pods_state.j
 clock, eval-grid position, log byte offsets) written last; a checkpoint without it is incomplete and
 ignored. A restarted run resumes from the newest complete checkpoint and cuts the JSONL logs back to
 the recorded offsets, so no line is duplicated; a finished run (summary.json present) is not rerun.
+What is read is checked (:class:`pods.runlog.RunDirError`, exit 2, naming the damaged file): a
+summary must parse and agree with the config and the logs; a log shorter than its recorded offset is
+refused; a checkpoint lacking optimizer, scheduler, weights or RNG state is skipped for an older
+complete one, else the resume is refused. A failed write says "disk full or unwritable: <path>".
 
 Environment: ``PODS_NO_PROGRESS=1`` hides the progress bar. On a busy CPU, ``OMP_NUM_THREADS=1``
 makes step times far less erratic (torch's spinning threads suffer most from oversubscription).
@@ -40,17 +47,21 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from pods.config import TrainConfig, resolve_run_dir, to_dict
+from pods.config import ConfigError, TrainConfig, resolve_run_dir, to_dict
 from pods.evaluation import evaluate_policy, load_eval_sets, mix_seed, pin_cpu_threads, resolve_use_cuda
 from pods.runlog import (
     STATE_FILE,
+    RunDirError,
     RunLogger,
     atomic_write_json,
     jsonable,
-    latest_checkpoint,
     peak_memory_mb,
     prune_checkpoints,
+    resumable_checkpoint,
+    run_dir_lock,
     run_meta,
+    writable_dir_problem,
+    writing,
 )
 from pods.trainer import (
     PODSGRPOTrainer,
@@ -61,7 +72,8 @@ from pods.trainer import (
     sync_device,
 )
 
-__all__ = ["RunController", "build_run", "open_run_dir", "run_training", "train", "write_summary"]
+__all__ = ["RunController", "build_run", "open_run_dir", "preflight", "run_training", "train", "write_summary"]
+HUB_TIMEOUT_S = 10.0  # how long preflight waits for the hub to confirm a model id
 
 _BAR_FMT = "{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}] {postfix}"
 
@@ -273,6 +285,45 @@ class RunController(TrainerCallback):
 # --------------------------------------------------------------------------------------------
 # The run, step by step
 # --------------------------------------------------------------------------------------------
+def preflight(cfg: TrainConfig) -> Path:
+    """The run directory, once it is known that it can be written and the policy can be found;
+    :class:`pods.config.ConfigError` (exit 2) otherwise, before any file is written."""
+    run_dir = Path(resolve_run_dir(cfg))
+    problem = writable_dir_problem(run_dir)
+    if problem:
+        raise ConfigError("out_dir", str(run_dir), problem, "choose a directory this process can create and write")
+    problem = _hub_model_problem(cfg.policy.model)
+    if problem:
+        raise ConfigError("policy.model", cfg.policy.model, *problem)
+    return run_dir
+
+
+def _hub_model_problem(spec: str) -> tuple[str, str] | None:
+    """(problem, fix) if ``spec`` is a hub id that is neither cached nor confirmed by the hub within
+    HUB_TIMEOUT_S (offline first: nothing is asked when it is cached or HF_HUB_OFFLINE is set)."""
+    from huggingface_hub import HfApi, try_to_load_from_cache
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from pods.models import describe_policy
+
+    if describe_policy(spec)["source"] != "hub" or isinstance(try_to_load_from_cache(spec, "config.json"), str):
+        return None
+    download = f"download it first (huggingface-cli download {spec}) or pass a local model directory"
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return (
+            "is not in the local Hugging Face cache and HF_HUB_OFFLINE is set",
+            f"{download}, or unset HF_HUB_OFFLINE",
+        )
+    try:
+        HfApi().model_info(spec, timeout=HUB_TIMEOUT_S)
+    except RepositoryNotFoundError:
+        return "is not a model on the Hugging Face hub (or a private one)", "check the id, or log in (hf auth login)"
+    except Exception as e:  # no network, DNS, timeout, proxy: the load would retry for a minute, then fail
+        why = " ".join(str(e).split())[:120]
+        return f"is not cached and the Hugging Face hub did not answer within {HUB_TIMEOUT_S:.0f} s ({why})", download
+    return None
+
+
 def _distributed_state(cfg: TrainConfig, use_cuda: bool) -> Any:
     from accelerate import PartialState
 
@@ -294,28 +345,28 @@ def _distributed_state(cfg: TrainConfig, use_cuda: bool) -> Any:
 
 
 def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path | None, dict | None]:
-    """Check the run directory against ``cfg``, cut its logs back to the newest complete checkpoint
-    (or empty them), write config.json on a first start; returns ``(checkpoint or None, its state)``."""
+    """Check the run directory against ``cfg`` and cut its logs back to the newest complete checkpoint
+    (or empty them); returns ``(checkpoint or None, its state)``."""
     run_dir = logger.run_dir
     cfg_dict = to_dict(cfg)
     old = logger.read_config()
     if old is not None:
-        old = {k: v for k, v in old.items() if k != "meta"}
-        if jsonable(old) != jsonable(cfg_dict):
-            diff = sorted(k for k in set(old) | set(cfg_dict) if old.get(k) != cfg_dict.get(k))
-            raise ValueError(
+        # Where the directory lies is not part of the run: a run copied or moved elsewhere resumes there.
+        old = {k: v for k, v in old.items() if k not in ("meta", "out_dir")}
+        new = {k: v for k, v in cfg_dict.items() if k != "out_dir"}
+        if jsonable(old) != jsonable(new):
+            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            raise RunDirError(
                 f"{run_dir} holds a run with a different config (sections differ: {diff}); choose another out_dir "
                 "or delete that directory to start over"
             )
     ckpt_root = run_dir / "checkpoints"
-    ckpt, state = latest_checkpoint(ckpt_root)
+    ckpt, state = resumable_checkpoint(ckpt_root, dist.num_processes)  # refuses a damaged one, naming it
     dist.wait_for_everyone()
     if dist.is_main_process:
         prune_checkpoints(ckpt_root, keep=ckpt)  # incomplete newer checkpoints (all of them on a fresh start)
         # A fresh start: no line from an earlier, uncheckpointed attempt survives.
         logger.truncate(None if ckpt is None else state["offsets"])
-        if old is None:
-            logger.write_config(cfg_dict, run_meta(dist.num_processes))
     dist.wait_for_everyone()
     return ckpt, state
 
@@ -375,8 +426,14 @@ def run_training(trainer: PODSGRPOTrainer, ckpt: Path | None, state: dict | None
         trainer.load_checkpoint_weights(ckpt)
     else:
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt is not None else None)
-    trainer.save_model(str(final_dir))  # the final policy (LoRA adapter or full weights); all ranks
+    with writing(final_dir, (OSError, RuntimeError)):
+        trainer.save_model(str(final_dir))  # the final policy (LoRA adapter or full weights); all ranks
     trainer.accelerator.wait_for_everyone()
+
+
+def summary_identity(cfg: TrainConfig) -> dict:
+    """The summary.json fields that tie a summary to its config."""
+    return {"n": cfg.rollout.n, "m": cfg.rollout.m, "rule": cfg.rollout.rule, "seed": cfg.seed}
 
 
 def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, global_step: int, wall_s: float) -> None:
@@ -404,10 +461,7 @@ def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, globa
             "final_accuracy": final,
             "best_accuracy": best,
             "peak_mem_mb": max((m.get("peak_mem_mb") or 0.0 for m in metrics), default=None),
-            "n": cfg.rollout.n,
-            "m": cfg.rollout.m,
-            "rule": cfg.rollout.rule,
-            "seed": cfg.seed,
+            **summary_identity(cfg),
         }
     )
 
@@ -418,16 +472,25 @@ def train(cfg: TrainConfig) -> Path:
     Resumes from the newest complete checkpoint if the run directory has one; returns at once if the
     run already finished (summary.json present).
     """
+    run_dir = preflight(cfg)  # before any work or file
     use_cuda = resolve_use_cuda(cfg)
     dist = _distributed_state(cfg, use_cuda)
-    run_dir = Path(resolve_run_dir(cfg))
     logger = RunLogger(run_dir, enabled=dist.is_main_process)
+    with run_dir_lock(run_dir, enabled=dist.is_main_process):  # one writer per run directory
+        return _train_locked(cfg, logger, dist, use_cuda)
+
+
+def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool) -> Path:
+    run_dir = logger.run_dir
     if logger.finished:
+        summary = logger.check_finished(summary_identity(cfg))  # names a damaged file
         if dist.is_main_process:
-            print(f"[pods] {run_dir} already finished (summary.json present); not rerunning", file=sys.stderr)
+            print(f"[pods] {run_dir} already finished ({summary['steps']} steps); not rerunning", file=sys.stderr)
         return run_dir
     ckpt, state = open_run_dir(cfg, logger, dist)
     trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)
+    if dist.is_main_process and logger.read_config() is None:  # only once the run could be built: a failed
+        logger.write_config(to_dict(cfg), run_meta(dist.num_processes))  # start does not bind the directory
     wall0 = time.time()
     run_training(trainer, ckpt, state, run_dir / "final")
     if controller.stop_reason is None:

@@ -11,6 +11,9 @@ is in docs/DESIGN.md, "Run directory"); analysis reads only these files, never s
   (:meth:`RunLogger.offsets` / :meth:`RunLogger.truncate`), so re-run steps never duplicate lines.
 - ``summary.json``: written last, atomically (temp file + ``os.replace``); its presence means the
   run finished and must not be rerun.
+- ``.pods.lock``: ``flock``-ed by the one process that writes the directory (:func:`run_dir_lock`); a
+  second writer is refused. The kernel drops the lock when its holder dies, so a killed run never
+  blocks its own resume.
 - ``checkpoints/checkpoint-{step}/``: HF Trainer checkpoints; ``pods_state.json`` (:data:`STATE_FILE`)
   is written last into each and marks it complete (:func:`latest_checkpoint`, :func:`prune_checkpoints`).
 
@@ -27,7 +30,9 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import fcntl
 import importlib.metadata
 import json
 import math
@@ -40,11 +45,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "STATE_FILE",
+    "DiskWriteError",
+    "RunDirError",
     "RunLogger",
     "atomic_write_json",
     "git_commit",
@@ -54,7 +62,11 @@ __all__ = [
     "prune_checkpoints",
     "peak_memory_mb",
     "read_jsonl",
+    "resumable_checkpoint",
+    "run_dir_lock",
     "run_meta",
+    "writable_dir_problem",
+    "writing",
 ]
 
 CONFIG = "config.json"
@@ -64,9 +76,81 @@ SUMMARY = "summary.json"
 POSTHOC_EVAL = "posthoc_eval.jsonl"
 STATE_FILE = "pods_state.json"  # written last into each checkpoint directory; marks it complete
 CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
+LOCK = ".pods.lock"
 
 # Packages whose versions change results; recorded in config.json["meta"]["packages"].
 _PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "math-verify", "vllm", "deepspeed")
+
+
+class RunDirError(ValueError):
+    """A run directory that cannot be used as it is (in use, damaged, unwritable); the CLI exits 2."""
+
+
+@contextlib.contextmanager
+def run_dir_lock(run_dir: str | os.PathLike, enabled: bool = True) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``run_dir/.pods.lock`` for the duration; raise :class:`RunDirError`
+    at once if another process holds it. The kernel releases the lock when the holder exits or is
+    killed, so no stale lock can outlive its process (unlike a pid file)."""
+    if not enabled:
+        yield
+        return
+    path = Path(run_dir) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise RunDirError(
+                f"{run_dir} is in use by another `pods train` ({holder}). Fix: wait for that run to finish "
+                "or stop it, then rerun this command (it resumes); or choose another out_dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class DiskWriteError(OSError):
+    """A write into the run directory failed (disk full, quota, read-only): the message names the path."""
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike, catch: tuple[type[BaseException], ...] = (OSError,)) -> Iterator[None]:
+    """Turn a failed write of ``path`` into :class:`DiskWriteError` "disk full or unwritable: <path>".
+
+    ``catch`` adds ``RuntimeError`` around ``torch.save``, which reports a full disk as "unexpected pos".
+    """
+    try:
+        yield
+    except DiskWriteError:
+        raise
+    except catch as e:
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        raise DiskWriteError(f"disk full or unwritable: {path} ({why})") from e
+
+
+def writable_dir_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot become a writable run directory (None: it can), checked without leaving a file:
+    it is a file, lies below a file, or its nearest existing ancestor takes no new files."""
+    path = Path(path)
+    anc = path
+    while not anc.exists() and not anc.is_symlink() and anc.parent != anc:
+        anc = anc.parent
+    if not anc.is_dir():
+        return "is a file, not a directory" if anc == path else f"lies below the file {anc}"
+    probe = None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pods-probe-", dir=anc)
+        os.close(fd)
+    except OSError as e:
+        return f"is not writable ({anc}: {e.strerror or e})"
+    finally:
+        if probe is not None:
+            Path(probe).unlink(missing_ok=True)
+    return None
 
 
 def jsonable(obj: Any) -> Any:
@@ -95,17 +179,19 @@ def _dumps(obj: Any, **kw: Any) -> str:
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Write ``obj`` as JSON to ``path`` so that readers see either the old file or the whole new one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(_dumps(obj, indent=2, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = _dumps(obj, indent=2, sort_keys=True) + "\n"
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def read_jsonl(path: str | os.PathLike, allow_partial_tail: bool = False) -> list[dict]:
@@ -252,7 +338,7 @@ class RunLogger:
             return
         line = _dumps(row, sort_keys=False) + "\n"
         # One write() per line: a SIGKILL can cut a line short but never interleave two.
-        with open(path, "a") as f:
+        with writing(path), open(path, "a") as f:
             f.write(line)
             f.flush()
 
@@ -290,15 +376,71 @@ class RunLogger:
             size = 0 if offsets is None else int(offsets.get(name, 0))
             if not path.exists():
                 if size:
-                    raise FileNotFoundError(f"{path} is missing but the checkpoint expects {size} bytes of it")
+                    raise RunDirError(
+                        f"{path} is missing but the checkpoint expects {size} bytes of it. Fix: restore it, or "
+                        "delete the run directory to start over"
+                    )
                 continue
             if path.stat().st_size < size:
-                raise ValueError(
-                    f"{path} has {path.stat().st_size} bytes but the checkpoint recorded {size}: the log was "
-                    "edited or replaced after the checkpoint; delete the run directory to start over"
+                raise RunDirError(
+                    f"{path} is damaged: it has {path.stat().st_size} bytes but the checkpoint recorded {size} (the "
+                    "log was cut, edited or replaced after the checkpoint). Fix: restore it, or delete the run "
+                    "directory to start over"
                 )
-            with open(path, "r+") as f:
+            with writing(path), open(path, "r+") as f:
                 f.truncate(size)
+
+    # -- a finished run, checked ---------------------------------------------------------------
+    def read_summary(self) -> dict:
+        """summary.json, parsed; :class:`RunDirError` naming it if it is not a finished-run summary."""
+        path = self.summary_path
+        fix = (
+            f"Fix: delete {path} and rerun the same `pods train`: it finishes again from the last checkpoint "
+            "(or delete the run directory to start over)"
+        )
+        try:
+            summary = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise RunDirError(f"{path} is damaged (not valid JSON: {e}). {fix}") from None
+        if (
+            not isinstance(summary, dict)
+            or summary.get("status") != "finished"
+            or type(summary.get("steps")) is not int
+        ):
+            raise RunDirError(f"{path} is damaged (not a finished-run summary: no status 'finished' and steps). {fix}")
+        return summary
+
+    def check_finished(self, expected: dict | None = None) -> dict:
+        """The summary of a finished run after checking it against ``expected`` (e.g. n, m, rule, seed),
+        metrics.jsonl (every step 1..steps, once) and eval.jsonl (``n_evals`` lines); raises
+        :class:`RunDirError` naming the damaged file."""
+        summary = self.read_summary()
+        for key, want in (expected or {}).items():
+            if summary.get(key) != want:
+                raise RunDirError(
+                    f"{self.summary_path} says {key}={summary.get(key)!r} but the config has {key}={want!r}: it is "
+                    "not this run's summary. Fix: choose another out_dir, or delete the run directory to start over"
+                )
+        steps = summary["steps"]
+        for path, what in ((self.metrics_path, "step"), (self.eval_path, "evaluation")):
+            try:
+                rows = read_jsonl(path)
+            except ValueError as e:
+                raise RunDirError(f"{path} is damaged ({e}). Fix: restore it, or delete the run directory") from None
+            if what == "step":
+                got = [r.get("step") for r in rows]
+                ok, want_desc = got == list(range(1, steps + 1)), f"summary.json says {steps} steps"
+            else:
+                ok, want_desc = (
+                    len(rows) == summary.get("n_evals", len(rows)),
+                    f"summary.json says {summary.get('n_evals')} evaluations",
+                )
+            if not ok:
+                raise RunDirError(
+                    f"{path} is damaged: it holds {len(rows)} {what} line(s) but {want_desc} (lines lost or "
+                    "duplicated). Fix: restore it, or delete the run directory and rerun"
+                )
+        return summary
 
     def metrics(self) -> list[dict]:
         return read_jsonl(self.metrics_path)
@@ -337,3 +479,60 @@ def prune_checkpoints(ckpt_root: str | os.PathLike, keep: Path | None) -> None:
     for d in root.iterdir():
         if d.is_dir() and CKPT_RE.match(d.name) and (keep is None or d.resolve() != keep.resolve()):
             shutil.rmtree(d, ignore_errors=True)
+
+
+# Files HF's Trainer writes into a checkpoint that an exact resume needs (besides pods_state.json).
+WEIGHT_FILES = ("model.safetensors", "adapter_model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def checkpoint_missing(ckpt: Path, num_processes: int) -> list[str]:
+    """The files an exact resume from ``ckpt`` needs that are absent or empty (none: complete)."""
+
+    def ok(name: str) -> bool:
+        return (ckpt / name).is_file() and (ckpt / name).stat().st_size > 0
+
+    missing = [] if ok("trainer_state.json") else ["trainer_state.json"]
+    if not any(ok(w) for w in WEIGHT_FILES):
+        missing.append("model weights (" + " / ".join(WEIGHT_FILES[:2]) + ")")
+    if not any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer (and scheduler) state there
+        missing += [name for name in ("optimizer.pt", "scheduler.pt") if not ok(name)]
+    rng = ["rng_state.pth"] if num_processes == 1 else [f"rng_state_{i}.pth" for i in range(num_processes)]
+    return missing + [name for name in rng if not ok(name)]
+
+
+def resumable_checkpoint(ckpt_root: str | os.PathLike, num_processes: int) -> tuple[Path | None, dict | None]:
+    """The newest checkpoint marked complete (pods_state.json) that holds every file a resume needs.
+
+    A damaged newer checkpoint is skipped with a warning naming its missing files; if every marked
+    checkpoint is damaged, :class:`RunDirError` says why (resuming without optimizer, scheduler or RNG
+    state would silently change the run). ``(None, None)``: nothing to resume, a fresh start.
+    """
+    root = Path(ckpt_root)
+    marked = sorted(
+        ((int(m.group(1)), d) for d in (root.iterdir() if root.is_dir() else []) if (m := CKPT_RE.match(d.name))),
+        reverse=True,
+    )
+    damaged: list[str] = []
+    for _, d in marked:
+        if not (d / STATE_FILE).is_file():
+            continue  # killed while saving: never complete, pruned on resume
+        try:
+            state = json.loads((d / STATE_FILE).read_bytes().decode("utf-8"))
+            if not isinstance(state, dict) or not isinstance(state.get("offsets"), dict):
+                raise ValueError("no log offsets")
+        except (UnicodeDecodeError, ValueError) as e:
+            damaged.append(f"{d / STATE_FILE} is damaged ({e})")
+            continue
+        missing = checkpoint_missing(d, num_processes)
+        if missing:
+            damaged.append(f"{d} lacks {', '.join(missing)}")
+            continue
+        if damaged:
+            print(f"[pods] skipping damaged checkpoint(s): {'; '.join(damaged)}; resuming from {d}", file=sys.stderr)
+        return d, state
+    if damaged:
+        raise RunDirError(
+            f"no complete checkpoint to resume from: {'; '.join(damaged)}. Resuming without it would not reproduce "
+            f"the run. Fix: restore the missing files, or delete the run directory {root.parent} to start over"
+        )
+    return None, None

@@ -21,8 +21,9 @@ How GRPO-PODS differs from vanilla GRPO (PAPER.md §3.2, Algorithm 1); lines tag
 The override is narrow: :class:`PODSGRPOTrainer` wraps TRL's ``_calculate_rewards`` (to capture the
 raw gathered rewards, which the batch dict does not carry) and ``_generate_and_score_completions``
 (to down-sample its output); ``_generate`` and ``_generate_single_turn`` only for timing and for
-per-prompt seeding, ``_get_train_sampler`` only to repeat each prompt n x GA times; the run reads
-``_load_from_checkpoint`` through :meth:`PODSGRPOTrainer.load_checkpoint_weights`.
+per-prompt seeding, ``_get_train_sampler`` only to repeat each prompt n x GA times, HF's
+``_save_checkpoint`` only to name a full disk; the run reaches ``_load_from_checkpoint`` through
+:meth:`PODSGRPOTrainer.load_checkpoint_weights`.
 :func:`check_trl_compat` and tests/test_trl_hook.py fail loudly, naming the TRL internal that
 moved, if a TRL upgrade breaks these assumptions (every TRL/HF private this module uses is listed
 in ``TRL_HOOKS``, ``HF_PRIVATE_METHODS``, ``TRL_INIT_ATTRS`` and ``REPEAT_SAMPLER_PARAMS``).
@@ -87,6 +88,7 @@ from trl.trainer.utils import RepeatSampler
 from pods.config import TrainConfig
 from pods.evaluation import Generator, HFGenerator, VLLMGenerator, mix_seed
 from pods.grpo import pods_advantages
+from pods.runlog import writing
 from pods.selectors import select
 
 __all__ = [
@@ -140,6 +142,7 @@ SCALAR_KEYS = ("num_items_in_batch",)
 # Private methods of HF's Trainer that the PODS code calls (not overrides).
 HF_PRIVATE_METHODS: dict[str, tuple[str, ...]] = {
     "_load_from_checkpoint": ("self", "resume_from_checkpoint"),
+    "_save_checkpoint": ("self", "model", "trial"),  # wrapped to name a full disk
 }
 # Attributes GRPOTrainer.__init__ sets that the hook reads (vllm_generation and _last_loaded_step only
 # with use_vllm=True); checked in the source of __init__ and, after construction, on the instance.
@@ -594,6 +597,12 @@ class PODSGRPOTrainer(GRPOTrainer):
         finally:
             if was_training:
                 model.train()
+
+    def _save_checkpoint(self, model, trial):
+        # torch.save reports a full disk as RuntimeError("... unexpected pos ..."): name the disk and path.
+        ckpt = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+        with writing(ckpt, (OSError, RuntimeError)):
+            super()._save_checkpoint(model, trial)
 
     def load_checkpoint_weights(self, checkpoint: str | os.PathLike) -> None:
         """Load only the model weights of ``checkpoint`` (HF ``Trainer._load_from_checkpoint``)."""

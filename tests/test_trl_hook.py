@@ -18,6 +18,7 @@ from trl import GRPOTrainer
 from pods.grpo import pods_advantages, policy_loss
 from pods.selectors import select
 from pods.trainer import (
+    HF_PRIVATE_METHODS,
     ROW_KEYS,
     SCALAR_KEYS,
     TRL_HOOKS,
@@ -65,6 +66,7 @@ def test_check_trl_compat_names_the_moved_internal():
     ("moved", "message"),
     [
         ("_load_from_checkpoint", r"_load_from_checkpoint no longer exists"),
+        ("_save_checkpoint", r"_save_checkpoint no longer exists"),
         ("multi_objective_aggregation", r"no longer sets self\.multi_objective_aggregation"),
         ("use_transformers_continuous_batching", r"no longer sets self\.use_transformers_continuous_batching"),
         ("shuffle_dataset", r"no longer sets self\.shuffle_dataset"),
@@ -77,8 +79,8 @@ def test_check_trl_compat_guards_every_private_it_uses(moved, message, tmp_path,
     import importlib
     import textwrap
 
-    if moved == "_load_from_checkpoint":
-        fake = type("NoLoad", (), {k: getattr(GRPOTrainer, k) for k in TRL_HOOKS})
+    if moved in HF_PRIVATE_METHODS:
+        fake = type("Gone", (), {k: getattr(GRPOTrainer, k) for k in {**TRL_HOOKS, **HF_PRIVATE_METHODS} if k != moved})
     else:  # a subclass whose __init__ is TRL's own source without that one assignment
         src = textwrap.dedent(inspect.getsource(GRPOTrainer.__init__)).replace(f"self.{moved} =", "self.moved =")
         assert f"self.{moved} =" not in src

@@ -1,0 +1,317 @@
+"""Run-directory safety (issue 13 items 4, 5, 7, 8): one writer per run directory, damaged runs are
+named instead of passing silently, unusable inputs exit 2 before any work, resume from a copied
+directory, and a full disk is reported as such.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pods import cli
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_A = REPO / "experiments" / "tiny_a.yaml"
+SHORT = ("budget.max_steps=2", "eval.every_steps=2", "eval.max_examples=2", "checkpoint.every_steps=1")
+
+
+def _train_cli(tiny_overrides, out: Path, *extra: str) -> int:
+    return cli.main(["train", str(TINY_A), *tiny_overrides, *SHORT, f"out_dir={out}", *extra])
+
+
+# ----------------------------------------------------------------------------------------------
+# Item 4: one writer per run directory
+
+
+def test_second_writer_is_refused_while_the_first_holds_the_run_dir(tiny_overrides, tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    with open(out / ".pods.lock", "a+") as held:  # what the first `pods train` holds while it runs
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 12345 on host since 2026-01-01T00:00:00+00:00\n")
+        held.flush()
+        code = _train_cli(tiny_overrides, out)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "in use by another `pods train` (pid 12345" in err
+    assert "Traceback" not in err
+    assert [p.name for p in out.iterdir()] == [".pods.lock"]  # nothing read or written
+
+
+def test_lock_of_a_killed_process_does_not_block_a_resume(tmp_path):
+    from pods.runlog import run_dir_lock
+
+    code = (
+        "import os, signal, sys; from pods.runlog import run_dir_lock\n"
+        "with run_dir_lock(sys.argv[1]):\n"
+        "    print('locked', flush=True); os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == -signal.SIGKILL
+    assert proc.stdout.strip() == "locked"
+    assert (tmp_path / ".pods.lock").exists()  # the file stays, the lock does not
+    with run_dir_lock(tmp_path):
+        assert f"pid {os.getpid()}" in (tmp_path / ".pods.lock").read_text()
+
+
+# ----------------------------------------------------------------------------------------------
+# Item 5: damaged runs are named, not taken as finished or resumed from silently
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_overrides, tmp_path_factory):
+    """A finished 2-step run (checkpoint every step); tests damage copies of it."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    assert _train_cli(tiny_overrides, out) == 0
+    return out
+
+
+def _copy(run: Path, dest: Path) -> Path:
+    import shutil
+
+    shutil.copytree(run, dest, symlinks=True)
+    return dest
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("", "not valid JSON"),
+        ("\x00\x01garbage{", "not valid JSON"),
+        ('["finished"]', "not a finished-run summary"),
+        ('{"status": "finished", "steps": 2, "n": 99, "m": 4, "rule": "max_variance", "seed": 0}', "n=99"),
+    ],
+)
+def test_damaged_summary_is_named_not_taken_as_finished(finished_run, tiny_overrides, tmp_path, capsys, content, why):
+    run = _copy(finished_run, tmp_path / "run")
+    (run / "summary.json").write_text(content)
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert str(run / "summary.json") in err
+    assert why in err
+    assert "Traceback" not in err
+
+
+def test_cut_metrics_of_a_finished_run_is_named(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path / "run")
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join(lines[: len(lines) // 2]))  # cut at a line boundary
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert f"{run / 'metrics.jsonl'} is damaged" in err
+    assert "summary.json says 2 steps" in err
+    from pods.runlog import RunDirError, RunLogger
+
+    with pytest.raises(RunDirError, match="metrics.jsonl is damaged"):  # what analysis can call
+        RunLogger(run, enabled=False).check_finished()
+
+
+def test_cut_metrics_of_an_unfinished_run_is_named(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path / "run")
+    (run / "summary.json").unlink()
+    data = (run / "metrics.jsonl").read_bytes()
+    (run / "metrics.jsonl").write_bytes(data[: len(data) // 2])  # cut mid-line, shorter than the checkpoint's offset
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert str(run / "metrics.jsonl") in err
+    assert "Traceback" not in err
+
+
+def test_checkpoint_without_optimizer_scheduler_rng_is_refused(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path / "run")
+    (run / "summary.json").unlink()
+    [ckpt] = (run / "checkpoints").glob("checkpoint-*")
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (ckpt / name).unlink()
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert f"{ckpt} lacks optimizer.pt, scheduler.pt, rng_state.pth" in err
+    assert not (run / "summary.json").exists()
+
+
+def _fake_checkpoint(root: Path, step: int, files=("trainer_state.json", "model.safetensors", "optimizer.pt",
+                                                      "scheduler.pt", "rng_state.pth")) -> Path:  # fmt: skip
+    import json
+
+    d = root / f"checkpoint-{step}"
+    d.mkdir(parents=True)
+    for name in files:
+        (d / name).write_bytes(b"x")
+    (d / "pods_state.json").write_text(json.dumps({"global_step": step, "offsets": {}}))
+    return d
+
+
+def test_resume_falls_back_to_the_previous_complete_checkpoint(tmp_path, capsys):
+    from pods.runlog import RunDirError, resumable_checkpoint
+
+    older = _fake_checkpoint(tmp_path, 2)
+    newer = _fake_checkpoint(tmp_path, 4, files=("trainer_state.json", "model.safetensors"))
+    path, state = resumable_checkpoint(tmp_path, num_processes=1)
+    assert (path, state["global_step"]) == (older, 2)
+    assert f"{newer} lacks optimizer.pt, scheduler.pt, rng_state.pth" in capsys.readouterr().err
+    import shutil
+
+    shutil.rmtree(older)
+    with pytest.raises(RunDirError, match="checkpoint-4 lacks optimizer.pt, scheduler.pt, rng_state.pth"):
+        resumable_checkpoint(tmp_path, num_processes=1)
+    (newer / "pods_state.json").write_text("{not json")
+    with pytest.raises(RunDirError, match="pods_state.json is damaged"):
+        resumable_checkpoint(tmp_path, num_processes=1)
+    two = _fake_checkpoint(tmp_path / "two", 2, files=("trainer_state.json", "model.safetensors", "optimizer.pt",
+                                                       "scheduler.pt", "rng_state_0.pth"))  # fmt: skip
+    with pytest.raises(RunDirError, match="lacks rng_state_1.pth"):
+        resumable_checkpoint(two.parent, num_processes=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Item 7: inputs that cannot work exit 2 with one line, before any work, leaving no file behind
+
+
+def _read_only_dir(tmp_path: Path) -> Path:
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        return ro
+    return Path("/proc")  # root writes through file modes; /proc takes no new files
+
+
+def _bad_out_dir(kind: str, tmp_path: Path) -> Path:
+    if kind == "read_only":
+        return _read_only_dir(tmp_path) / "run"
+    (tmp_path / "a_file").write_text("not a directory\n")
+    return tmp_path / "a_file" if kind == "a_file" else tmp_path / "a_file" / "run"
+
+
+@pytest.mark.parametrize(("kind", "problem"), [("read_only", "not writable"), ("a_file", "is a file"),
+                                               ("below_a_file", "below the file")])  # fmt: skip
+def test_unusable_out_dir_exits_2_before_any_work(tiny_overrides, tmp_path, capsys, monkeypatch, kind, problem):
+    monkeypatch.chdir(tmp_path)
+    out = _bad_out_dir(kind, tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    assert _train_cli(tiny_overrides, out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pods: config error: out_dir"), err
+    assert problem in err
+    assert "\n" not in err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def _assert_refused_cleanly(code: int, err: str, key: str, tmp_path: Path) -> None:
+    assert code == 2, err
+    err = err.strip()
+    assert err.startswith(f"pods: config error: {key}"), err
+    assert "Traceback" not in err
+    assert "\n" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.yaml"] or not any(tmp_path.iterdir())
+
+
+def test_seed_beyond_numpy_range_exits_2(tiny_overrides, tmp_path, capsys):
+    code = _train_cli(tiny_overrides, tmp_path / "run", f"seed={2**64 + 1}")
+    _assert_refused_cleanly(code, capsys.readouterr().err, "seed", tmp_path)
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00binary", "setting: caf\xe9\n".encode("latin-1")])
+def test_binary_or_non_utf8_yaml_exits_2(tmp_path, capsys, content):
+    (tmp_path / "cfg.yaml").write_bytes(content)
+    code = cli.main(["train", str(tmp_path / "cfg.yaml"), f"out_dir={tmp_path / 'run'}"])
+    _assert_refused_cleanly(code, capsys.readouterr().err, "config", tmp_path)
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_unknown_hub_model_exits_2_fast(tiny_overrides, tmp_path, capsys, monkeypatch, offline):
+    import time
+
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    t0 = time.monotonic()
+    code = _train_cli(tiny_overrides, tmp_path / "run", "policy.model=nobody-pods-test/no-such-model")
+    err = capsys.readouterr().err
+    assert time.monotonic() - t0 < 30
+    _assert_refused_cleanly(code, err, "policy.model", tmp_path)
+    assert "nobody-pods-test/no-such-model" in err
+    if offline:
+        assert "HF_HUB_OFFLINE" in err
+
+
+def test_a_start_that_fails_leaves_no_config_behind(tiny_overrides, tmp_path, capsys):
+    """A policy directory that validates but does not load: the corrected command is not refused."""
+    broken = tmp_path / "broken_model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    out = tmp_path / "run"
+    assert _train_cli(tiny_overrides, out, f"policy.model={broken}") == 1  # a real failure, with its traceback
+    capsys.readouterr()
+    assert not (out / "config.json").exists()
+    assert _train_cli(tiny_overrides, out) == 0, capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
+# Item 8: resume from a copied directory; a full disk named as such
+
+
+def test_killed_run_copied_elsewhere_resumes_there(finished_run, tiny_overrides, tmp_path, capsys):
+    """A run killed after its last checkpoint (no summary, no final policy), copied to another folder."""
+    import json
+
+    run = _copy(finished_run, tmp_path / "elsewhere" / "run")
+    (run / "summary.json").unlink()
+    import shutil
+
+    shutil.rmtree(run / "final")
+    assert _train_cli(tiny_overrides, run) == 0, capsys.readouterr().err
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 2
+    assert (run / "metrics.jsonl").read_bytes() == (finished_run / "metrics.jsonl").read_bytes()
+    assert (run / "final").is_dir()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(28, "No space left on device"),
+        RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 64 vs 0"),
+    ],
+    ids=["ENOSPC", "torch_unexpected_pos"],
+)
+def test_full_disk_while_checkpointing_is_named(tiny_overrides, tmp_path, capsys, monkeypatch, error):
+    import torch
+
+    def full_disk(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(torch, "save", full_disk)  # optimizer/scheduler/RNG state of the first checkpoint
+    out = tmp_path / "run"
+    assert _train_cli(tiny_overrides, out) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines()[-1].startswith(f"pods: disk full or unwritable: {out / 'checkpoints' / 'checkpoint-1'} (")
+    assert "Traceback" not in err
+
+
+def test_full_disk_while_logging_is_named(tiny_overrides, tmp_path, capsys, monkeypatch):
+    import builtins
+    import errno
+
+    import pods.runlog
+
+    def no_space_for_logs(file, mode="r", *args, **kwargs):
+        if str(file).endswith(".jsonl") and "a" in mode:
+            raise OSError(errno.ENOSPC, "No space left on device", str(file))
+        return builtins.open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(pods.runlog, "open", no_space_for_logs, raising=False)
+    out = tmp_path / "run"
+    assert _train_cli(tiny_overrides, out) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"pods: disk full or unwritable: {out / 'eval.jsonl'} (OSError: [Errno 28]" in err  # the t = 0 evaluation
+    assert "Traceback" not in err
