@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from pods import analysis as A
+from pods.speedup import cost_model
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"
@@ -425,7 +426,7 @@ def test_cli_missing_inputs_exit_2(tmp_path, capsys):
 def released():
     if not RELEASED.is_dir():
         pytest.skip(f"authors' released logs not found at {RELEASED} (../shared/reference)")
-    return A._released(RELEASED)
+    return A.read_released(RELEASED)
 
 
 @needs_released
@@ -594,7 +595,7 @@ def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
     # (c) has no released s/step: the cost model predicts them from (c)'s paper arms (8/8 vs 32/8).
     assert c["paper_sps_source"].startswith("prediction: cost model")
     assert "8/8 vs 32/8" in c["paper_sps_source"]
-    fit = next(r for r in A._cost_model().invert_paper() if r["setting"] == "a")  # c + g1 n + u1 m
+    fit = next(r for r in cost_model().invert_paper() if r["setting"] == "a")  # c + g1 n + u1 m
     predicted = [fit["fixed_s"] + fit["g1_s"] * n + fit["u1_s"] * 8 for n in (8, 32)]
     assert [c["paper_sps_baseline"], c["paper_sps_pods"]] == pytest.approx(predicted)
     assert c["paper_sps_baseline"] < c["paper_sps_pods"]

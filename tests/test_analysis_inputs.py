@@ -48,7 +48,7 @@ def released_dir(root: Path, pods_scale: float = 1.0, runs: int = 2) -> Path:
 
 
 def test_small_released_folder_is_analysed(tmp_path):
-    curves, _ = A._released(released_dir(tmp_path / "rel"))
+    curves, _ = A.read_released(released_dir(tmp_path / "rel"))
     table = A.speedup_table(curves, A.released_comparisons(), n_boot=50)
     assert table["setting"].tolist() == ["a"]
     assert table["speedup"].tolist() == [3.0]  # GRPO reaches 0.99 x 0.8 at 1.5 h, PODS at 0.5 h
@@ -58,7 +58,7 @@ def test_released_accuracy_in_percent_is_refused(tmp_path):
     # One run logged in percent would silently change the speed-up; refuse it and name the file.
     folder = released_dir(tmp_path / "rel", pods_scale=100.0)
     with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-64-16-Run1\.json.*ans_acc.*\[0, 1\]"):
-        A._released(folder)
+        A.read_released(folder)
 
 
 def test_collect_refuses_accuracies_out_of_range(tmp_path):
@@ -73,17 +73,17 @@ def test_broken_released_json_names_the_file(tmp_path):
     folder = released_dir(tmp_path / "rel")
     (folder / "Instruct-GSM8K-512-16-16-Run2.json").write_text('{"checkpoint-100": {"gsm8k": ')
     with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*not valid JSON"):
-        A._released(folder)
+        A.read_released(folder)
 
 
 def test_wrongly_shaped_released_json_names_the_file(tmp_path):
     folder = released_dir(tmp_path / "rel")
     (folder / "Instruct-GSM8K-512-16-16-Run2.json").write_text(json.dumps([0.1, 0.2]))
     with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*checkpoint"):
-        A._released(folder)
+        A.read_released(folder)
     (folder / "Instruct-GSM8K-512-16-16-Run2.json").write_text(json.dumps({"checkpoint-100": {"gsm8k": 0.5}}))
     with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*checkpoint-100.*gsm8k"):
-        A._released(folder)
+        A.read_released(folder)
 
 
 def test_broken_wandb_csv_names_the_file_and_row(tmp_path):
@@ -94,7 +94,7 @@ def test_broken_wandb_csv_names_the_file_and_row(tmp_path):
     (folder / "h100s-acc.csv").write_text(head.format(key) + "0,0,0.5\n120,4,zero point six\n")
     (folder / "h100s-length.csv").write_text(head.format("eval/completions/mean_length") + "0,0,200\n120,4,210\n")
     with pytest.raises(A.AnalysisInputError, match=r"h100s-acc\.csv row 3.*zero point six"):
-        A._released(folder)
+        A.read_released(folder)
 
 
 def test_broken_run_config_and_eval_rows_name_the_file(tmp_path):
@@ -144,7 +144,7 @@ def test_released_folder_missing_an_arm_is_refused(tmp_path):
     folder = released_dir(tmp_path / "rel")
     for f in folder.glob("Instruct-GSM8K-512-64-16-*.json"):
         f.unlink()
-    curves, _ = A._released(folder)
+    curves, _ = A.read_released(folder)
     with pytest.raises(A.AnalysisInputError, match=r"setting a.*PODS arm"):
         A.speedup_table(curves, A.released_comparisons(), n_boot=20)
 

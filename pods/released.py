@@ -1,0 +1,281 @@
+"""The authors' released evaluation logs -> tidy curves and steps tables (`read_released`).
+
+This module owns the file formats of the authors' results/ folder (github.com/YixuanEvenXu/pods,
+commit 187f43b): the per-run JSONs of the single-GPU settings and the wandb CSV exports of the
+multi-GPU ones, their names for datasets, metrics and rules, and how their evaluations map to our
+evaluation grid. The tables follow the contract of pods.tidy; the roles come from the paper sheet.
+
+The authors' names map as ans_acc -> accuracy, for_acc -> format_accuracy, both_acc ->
+both_accuracy, lengths -> completion_len_mean, and their dataset math500 -> math (pods.data's
+MATH-500 test set); per-run values are the mean of the 5 repeated evaluations, as in their
+scripts/plot.py.
+
+How the released logs map to the grid (verified against PAPER.md §4-§5 by tests/test_analysis.py):
+- (a)/(c) and the n/m/rule sweeps: checkpoints sorted by step number, the i-th at (i+1) x 0.5 h,
+  kept up to 6 h (two m=2 runs have 14 checkpoints); (b) Llama: (i+1) x 10 min up to 1.5 h. This is
+  the authors' plot.py. Base-model files give the t = 0 point.
+- (e)/(f): wandb exports; for each seed the evaluation nearest to each target minute 0, 2, ..., 30
+  (the authors' plot-h100s/a100s.py). Accuracy uses the seeds of the accuracy file, lengths those
+  of the length file (A100 GA: seed 15 vs 24). The authors' script keeps only seeds in both files
+  (4 A100 GA seeds: peak 87.04%, 40.65 s/step); the paper's numbers (87.24%, 39.82 s/step, 1.75x,
+  PAPER.md §5) come from all 5 accuracy seeds, which is what this module reproduces.
+- Seconds per step = horizon / mean(steps at the horizon) over runs (PAPER.md §4 footnote), and for
+  (e)/(f) per *global* step (wandb `_step` / GA).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pods import registry
+from pods.tidy import (
+    CURVE_COLUMNS,
+    FRACTION_METRICS,
+    PAPER_SHEET,
+    STEP_COLUMNS,
+    AnalysisInputError,
+    _fraction,
+    _ident,
+    _load_json,
+    _number,
+    _paper_defaults,
+    _row,
+    _step_ident,
+    _tidy,
+    sheet_roles,
+)
+
+
+def _single_gpu_pattern() -> re.Pattern:
+    """File names of the authors' per-run JSONs; the dataset tokens come from the setting records."""
+    tokens = "|".join(re.escape(s.released.token) for s in _released_settings("json").values())
+    return re.compile(
+        rf"^Instruct-(?P<ds>{tokens})(?:-(?P<rule>MaxR|Rand))?-512-(?P<n>\d+)-(?P<m>\d+)"
+        r"(?:-(?P<beta>[\d.]+))?-Run(?P<run>\d+)\.json$"
+    )
+
+
+_WANDB_RUN = re.compile(
+    r"^data/(?P<run>\S+-s(?P<seed>\d+)-p\d+-n(?P<n>\d+)-m(?P<m>\d+)-ga(?P<ga>\d+))"
+    r" - (?P<key>.+)$"
+)
+
+
+def _released_settings(kind: str) -> dict[str, registry.Setting]:
+    """Settings whose released logs are of `kind` (json | wandb), by letter."""
+    return {k: s for k, s in registry.SETTINGS.items() if s.released is not None and s.released.kind == kind}
+
+
+# pods.data calls the MATH-500 test set "math"; AMC23 keeps its name (evaluated, never reported).
+_AUTHOR_DATASETS = {"math500": "math"}
+_AUTHOR_METRICS = {
+    "ans_acc": "accuracy",
+    "for_acc": "format_accuracy",
+    "both_acc": "both_accuracy",
+    "lengths": "completion_len_mean",
+}
+_AUTHOR_RULES = {None: "max_variance", "MaxR": "max_reward", "Rand": "random"}
+
+
+def _author_value(block: Mapping, key: str, where: str) -> float | None:
+    """Mean of one metric list of the authors' JSON (None when absent/empty), range-checked."""
+    values = block.get(key)
+    if not values:
+        return None
+    if not isinstance(values, list):
+        raise AnalysisInputError(f"{where} / {key}: expected a list of per-repeat values, got {type(values).__name__}")
+    check = _fraction if _AUTHOR_METRICS[key] in FRACTION_METRICS else _number
+    return float(np.mean([check(v, f"{where} / {key}", key) for v in values]))
+
+
+def _author_log(path: Path) -> dict:
+    """An authors' evaluation JSON {checkpoint-N | dataset: ...}, shape-checked."""
+    log = _load_json(path, ": the authors' per-run evaluation files are JSON objects")
+    if not isinstance(log, dict):
+        raise AnalysisInputError(
+            f"{path}: expected a JSON object {{'checkpoint-N': {{dataset: {{metric: [values]}}}}}}, "
+            f"got {type(log).__name__}; is it one of the authors' results/ files?"
+        )
+    return log
+
+
+def _blocks(path: Path, where: str, node) -> dict:
+    """{dataset: {metric: [values]}} of one checkpoint (or the base file), shape-checked."""
+    if not isinstance(node, dict):
+        raise AnalysisInputError(
+            f"{path}: {where}: expected {{dataset: {{metric: [values]}}}}, got {type(node).__name__}"
+        )
+    for ds, block in node.items():
+        if not isinstance(block, dict):
+            raise AnalysisInputError(
+                f"{path}: {where} / {ds}: expected {{metric: [values]}}, got {type(block).__name__}"
+            )
+    return node
+
+
+def _read_single_gpu(path: Path, match: re.Match, base_cache: dict, roles: Mapping) -> tuple[list, dict]:
+    rec = next(s for s in _released_settings("json").values() if s.released.token == match["ds"])
+    letter, name, primary, base_file = rec.letter, rec.name, rec.dataset, rec.released.base_file
+    grid_s, horizon_s = rec.grid_s, rec.horizon_s
+    n, m, rule = int(match["n"]), int(match["m"]), _AUTHOR_RULES[match["rule"]]
+    role = roles.get((letter, _released_run_name(rec, n, m, rule, "after", 1)), "")
+    ident = _ident(letter, name, n, m, rule, "after", 1, int(match["run"]), primary, role)
+    log = _author_log(path)
+    bad = [k for k in log if not re.fullmatch(r"checkpoint-\d+", str(k))]
+    if bad:
+        raise AnalysisInputError(f"{path}: keys {bad[:3]} are not checkpoint-N (a per-run evaluation file)")
+    # The i-th checkpoint by step number was saved at (i + 1) grid intervals (scripts/plot.py).
+    ckpts = sorted(log, key=lambda k: int(k.rsplit("-", 1)[-1]))
+    ckpts = ckpts[: horizon_s // grid_s]
+    rows = []
+    for i, ck in enumerate(ckpts):
+        t = (i + 1) * grid_s
+        for ds, block in _blocks(path, ck, log[ck]).items():
+            for key, metric in _AUTHOR_METRICS.items():
+                value = _author_value(block, key, f"{path.name}: {ck} / {ds}")
+                if value is not None:
+                    step = int(ck.rsplit("-", 1)[-1])
+                    rows.append(_row(ident, i + 1, t, t, step, _AUTHOR_DATASETS.get(ds, ds), metric, value, path.name))
+    # t = 0: the untrained model, the same value for every seed (SEM 0 there, as in plot.py).
+    if base_file not in base_cache:
+        base_path = path.parent / base_file
+        base_cache[base_file] = _blocks(base_path, "base model", _author_log(base_path)) if base_path.exists() else {}
+    evaluated = {ds for ck in ckpts for ds in log[ck]}
+    for ds, block in base_cache[base_file].items():
+        if ds not in evaluated:  # base-llama.json also scores MATH-500, the Llama runs never did
+            continue
+        for key, metric in _AUTHOR_METRICS.items():
+            value = _author_value(block, key, f"{base_file}: {ds}")
+            if value is not None:
+                rows.append(_row(ident, 0, 0.0, 0.0, 0, _AUTHOR_DATASETS.get(ds, ds), metric, value, base_file))
+    step_at_horizon = int(ckpts[-1].rsplit("-", 1)[-1]) if ckpts else None
+    step_row = {**_step_ident(ident), "time_s": float(horizon_s), "steps": step_at_horizon, "source": path.name}
+    return rows, step_row
+
+
+def _wandb_series(path: Path) -> dict:
+    """{(run, key): [(eval time s, value), ...]} from a wandb CSV export (one run per cell)."""
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader)
+            body = list(reader)
+    except (OSError, UnicodeDecodeError, StopIteration, csv.Error) as err:
+        raise AnalysisInputError(f"{path}: not a readable CSV ({err or 'empty'}); expected a wandb export") from None
+    if not header or not any(_WANDB_RUN.match(c) for c in header):
+        raise AnalysisInputError(f"{path}: no 'data/RUN - KEY' columns: expected the authors' wandb export")
+    out: dict = {}
+    for j, col in enumerate(header):
+        hit = _WANDB_RUN.match(col)
+        if not hit or hit["key"].endswith(("__MIN", "__MAX")):
+            continue
+        series = []
+        for i, r in enumerate(body, start=2):  # row 1 is the header
+            if len(r) != len(header):
+                raise AnalysisInputError(f"{path} row {i}: {len(r)} cells, the header has {len(header)}")
+            if r[j]:
+                where = f"{path} row {i}, column {col!r}"
+                value = (
+                    _fraction(r[j], where, "accuracy") if "accuracy" in hit["key"] else _number(r[j], where, "value")
+                )
+                series.append((_number(r[0], f"{path} row {i}, column {header[0]!r}", "time"), value))
+        out[(hit["run"], hit["key"])] = series
+    return out
+
+
+def _nearest(series: list, target_s: float) -> tuple[float, float]:
+    """The (time, value) of `series` closest in time to `target_s` (the authors' alignment)."""
+    times = np.array([t for t, _ in series])
+    return series[int(np.abs(times - target_s).argmin())]
+
+
+def _read_multi_gpu(log_dir: Path, letter: str, roles: Mapping) -> tuple[list, list]:
+    rec = registry.SETTINGS[letter]
+    prefix, name, primary = rec.released.token, rec.name, rec.dataset
+    grid_s, horizon_s = rec.grid_s, rec.horizon_s
+    targets_s = np.arange(0, horizon_s + 1, grid_s)
+    rows, step_rows = [], []
+    # Each file is read with its own seeds: the accuracy file has A100 GA seed 15, the length
+    # file seed 24 instead. The authors' plot-a100s.py keeps only seeds in both, but the paper's
+    # numbers (PAPER.md §5: GA peak 87.24%, 39.82 s per global step) use all five accuracy seeds.
+    for kind, key in (("acc", "eval/rewards/accuracy_reward/mean"), ("length", "eval/completions/mean_length")):
+        metric = "accuracy" if kind == "acc" else "completion_len_mean"
+        series = _wandb_series(log_dir / f"{prefix}-{kind}.csv")
+        for run in sorted(r for r, k in series if k == key and (r, "_step") in series):
+            hit = _WANDB_RUN.match(f"data/{run} - x")
+            n, m, ga = int(hit["n"]), int(hit["m"]), int(hit["ga"])
+            role = roles.get((letter, _released_run_name(rec, n, m, "max_variance", "after", ga)), "")
+            ident = _ident(letter, name, n, m, "max_variance", "after", ga, int(hit["seed"]), primary, role)
+            src = f"{prefix}-{kind}.csv"
+            for k, target in enumerate(targets_s):
+                t_raw, value = _nearest(series[(run, key)], target)
+                # wandb `_step` counts micro-steps; a global (optimizer) step is GA of them.
+                _, micro = _nearest(series[(run, "_step")], target)
+                rows.append(_row(ident, k, target, t_raw, int(micro) // ga, "gsm8k", metric, value, src))
+            if kind == "acc":
+                _, micro = _nearest(series[(run, "_step")], horizon_s)
+                step_rows.append({**_step_ident(ident), "time_s": float(horizon_s), "steps": micro / ga, "source": src})
+    return rows, step_rows
+
+
+def _released_run_name(rec: registry.Setting, n, m, rule, normalize, ga) -> str:
+    """The run-directory name a released run would have in our paper-scale workflow."""
+    base = _paper_defaults(rec)
+    extra = [f"{k}~{v}" for k, v in (("norm", normalize), ("ga", ga)) if v != base[k]]
+    return registry.format_run_name(rule, n, m, extra)
+
+
+def read_released(log_dir: str | Path, sheet: str | Path | None = PAPER_SHEET) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(curves, steps): tidy curves (CURVE_COLUMNS) and per-run steps at the horizon (STEP_COLUMNS) of
+    the authors' released result files in `log_dir`; the `role` column from the run `sheet` (the
+    paper sheet by default). AnalysisInputError if the folder is missing, holds no log or a bad one."""
+    log_dir = Path(log_dir)
+    roles = sheet_roles(sheet)
+    if not log_dir.is_dir():
+        raise AnalysisInputError(
+            f"released-logs folder {log_dir} does not exist: pass the authors' results/ folder "
+            "(a copy is at ../shared/reference/pods-released-results; upstream: "
+            "github.com/YixuanEvenXu/pods, commit 187f43b, folder results/)"
+        )
+    rows, step_rows, base_cache = [], [], {}
+    single_gpu = _single_gpu_pattern()
+    for path in sorted(log_dir.glob("Instruct-*.json")):
+        hit = single_gpu.match(path.name)
+        if hit:
+            r, s = _read_single_gpu(path, hit, base_cache, roles)
+            rows += r
+            step_rows.append(s)
+    for letter, rec in _released_settings("wandb").items():
+        prefix = rec.released.token
+        if (log_dir / f"{prefix}-acc.csv").exists() and (log_dir / f"{prefix}-length.csv").exists():
+            r, s = _read_multi_gpu(log_dir, letter, roles)
+            rows += r
+            step_rows += s
+    if not rows:
+        raise AnalysisInputError(
+            f"no released log files in {log_dir}: expected Instruct-*-Run*.json and/or "
+            "{h100s,a100s}-{acc,length}.csv (the authors' results/ folder)"
+        )
+    curves = pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)
+    steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
+    steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
+    return _tidy(curves), steps
+
+
+def load_released(log_dir: str | Path) -> pd.DataFrame:
+    """Tidy curves (CURVE_COLUMNS) from the authors' released result files in `log_dir`.
+
+    Includes the base-model anchors at time_s = 0 for (a)-(c) (time-to-peak ignores t = 0).
+    """
+    return read_released(log_dir)[0]
+
+
+def load_released_steps(log_dir: str | Path) -> pd.DataFrame:
+    """Per-run steps reached at the horizon (STEP_COLUMNS) from the released logs."""
+    return read_released(log_dir)[1]
