@@ -310,6 +310,47 @@ def test_released_target_reproduces_table_3(workdir):
     res = snakemake(workdir, "--report", "report.html", target, "--config", f"released_logs={RELEASED}")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "recomputed from the authors" in (workdir / "report.html").read_text()
+    # After this partial run (no training, no figure yet), the default report still works: it
+    # holds what exists (issue 12 item 6). One released figure later, it holds that figure too.
+    res = snakemake(workdir, "--report", "partial.html", "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    html = (workdir / "partial.html").read_text()
+    assert "recomputed from the authors" in html and "fig_3_main.png" not in html
+    figure = "results/released/figures/fig_3_main.png"
+    res = snakemake(workdir, "-c1", figure, "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    res = snakemake(workdir, "--report", "partial.html", "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "fig_3_main.png;base64," in (workdir / "partial.html").read_text()
+
+
+def test_released_logs_default_to_the_verified_download(workdir):
+    """No released_logs: the pinned tarball is downloaded (and verified) before the re-analysis."""
+    out = dry_run(workdir, "tiny", "results/released/time_to_peak.csv")
+    assert job_counts(out) == {"download_released": 1, "released_time_to_peak": 1}
+    commands = re.findall(r"^Shell command: (.*)$", out, re.M)
+    download = next(c for c in commands if "pods.released_logs download" in c)
+    assert "https://github.com/YixuanEvenXu/pods/archive/187f43b648f69385103029c2dd0934521e17bb71.tar.gz" in download
+    assert "--manifest pods/released_logs.sha256" in download
+    analysis = next(c for c in commands if "pods.analysis released" in c)
+    assert analysis.startswith("python -m pods.released_logs verify resources/released/pods-187f43b/results")
+
+
+@pytest.mark.skipif(not RELEASED.is_dir(), reason=f"{RELEASED} (the authors' released logs) is not here")
+def test_an_altered_local_copy_is_refused_with_a_printed_reason(tmp_path):
+    workdir = tmp_path / "wf"  # its own: the failed job removes its outputs
+    workdir.mkdir()
+    for name in LINKED:
+        (workdir / name).symlink_to(REPO / name)
+    copy_dir = tmp_path / "copy"
+    copy_dir.mkdir()
+    for f in RELEASED.iterdir():
+        (copy_dir / f.name).symlink_to(f)
+    (copy_dir / "h100s-acc.csv").unlink()
+    (copy_dir / "h100s-acc.csv").write_text("step,acc\n")
+    res = snakemake(workdir, "-c1", "results/released/time_to_peak.csv", "--config", f"released_logs={copy_dir}")
+    assert res.returncode != 0
+    assert "1 altered (SHA-256 differs): h100s-acc.csv" in res.stdout + res.stderr
 
 
 # The recipe of docs/DESIGN.md, "Add a setting (g)": nothing else is edited.
