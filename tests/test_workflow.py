@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -222,6 +223,46 @@ def test_collect_waits_for_exactly_the_scale_runs(workdir, dry_runs):
     inputs = [p for p in block.split(", ") if p.endswith("summary.json")]
     assert sorted(inputs) == sorted(j["summary"] for j in train_jobs(out))
     assert len(inputs) == job_counts(out)["train"] == 22
+
+
+def fake_finished_run(run_dir: Path, setting: str, n: int, m: int, seed: int) -> None:
+    """The files `collect` reads, as a finished run writes them (docs/DESIGN.md)."""
+    run_dir.mkdir(parents=True)
+    cfg = {"setting": setting, "seed": seed, "rollout": {"n": n, "m": m}, "eval": {"every_s": 8}}
+    (run_dir / "config.json").write_text(json.dumps(cfg))
+    evals = [{"step": k, "time_s": 8.0 * k, "dataset": "arith", "accuracy": 0.1 * k} for k in range(3)]
+    (run_dir / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"step": 1, "time_s": 8.0}) + "\n")
+    (run_dir / "summary.json").write_text("{}")
+
+
+def test_collect_ignores_a_manual_run_under_the_results_root(tmp_path, workdir, dry_runs):
+    """Issue 12 item 5: `pods train experiments/tiny_a.yaml` writes results/runs/tiny_a/...; the
+    workflow's tables hold only the runs of its sheet, whatever else lies under the root."""
+    out = scale_dry_run(workdir, dry_runs, "smoke")
+    command = next(c for c in re.findall(r"^Shell command: (.*)$", out, re.M) if "pods.analysis collect" in c)
+    argv = shlex.split(command.split(">")[0])
+    listed = argv[argv.index("--run-dirs") + 1 : argv.index("--out-dir")]
+    assert sorted(listed) == sorted(str(Path(j["summary"]).parent) for j in train_jobs(out))
+    assert "--runs" not in argv
+    # For real, on fake finished runs (only `collect` may run: nothing is trained).
+    wd = tmp_path / "wf"
+    wd.mkdir()
+    for name in LINKED:
+        (wd / name).symlink_to(REPO / name)
+    for d in listed:
+        setting, run, seed = Path(d).parts[-3:]
+        n, m = (int(x) for x in re.search(r"_n~(\d+)_m~(\d+)", run).groups())
+        fake_finished_run(wd / d, f"tiny_{setting}", n, m, int(seed.split("~")[1]))
+    fake_finished_run(wd / "results/smoke/runs/tiny_a/sel~max_variance_n~64_m~16/seed~7", "tiny_a", 64, 16, 7)
+    res = snakemake(wd, "-c1", "--allowed-rules", "collect", "--config", "scale=smoke", "--",
+                    "results/smoke/tables/curves.csv")  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    import pandas as pd
+
+    curves = pd.read_csv(wd / "results/smoke/tables/curves.csv")
+    assert set(curves["seed"]) == {0}
+    assert len(pd.read_csv(wd / "results/smoke/tables/steps.csv")) == len(listed) == 22
 
 
 def write(path: Path, text: str) -> Path:
