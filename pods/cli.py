@@ -3,7 +3,7 @@
     pods train CONFIG [key=value ...] [--dry-run]   validate, then train; prints the run directory
     pods eval RUN_DIR [key=value ...]               evaluate a finished run's final policy again
     pods validate CONFIG [key=value ...] [--paper]  print the resolved config and its run directory
-    pods bench NAME [ARGS ...]                      run benchmarks/bench_NAME.py with ARGS
+    pods bench NAME [ARGS ...]                      run the benchmark pods/bench/bench_NAME.py with ARGS
     pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
     pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak)
 
@@ -33,8 +33,7 @@ from pathlib import Path
 
 from pods.config import ConfigError, apply_overrides, from_dict, load_config, resolve_run_dir, to_dict, validate
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-BENCH_DIR = REPO_ROOT / "benchmarks"
+BENCH_DIR = Path(__file__).resolve().parent / "bench"  # in the package: works from a wheel too
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -69,7 +68,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
 
     # Pass-through commands: everything after the name goes to the script/module untouched.
-    sub.add_parser("bench", help="run benchmarks/bench_NAME.py: pods bench NAME [ARGS]", add_help=False)
+    sub.add_parser("bench", help="run a benchmark (pods/bench/): pods bench NAME [ARGS]", add_help=False)
     sub.add_parser("released", help="re-analyse the authors' released logs (pods.analysis released)", add_help=False)
     sub.add_parser("analysis", help="run a pods.analysis subcommand", add_help=False)
     return ap, dict(sub.choices)
@@ -127,8 +126,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _bench_script(name: str) -> Path:
+    bench = BENCH_DIR / f"bench_{name}.py"
+    return bench if bench.is_file() else BENCH_DIR / f"{name}.py"
+
+
 def _cmd_bench(rest: Sequence[str]) -> int:
-    available = sorted(p.stem.removeprefix("bench_") for p in BENCH_DIR.glob("bench_*.py"))
+    from pods.bench import child_env
+
+    available = sorted(p.stem.removeprefix("bench_") for p in BENCH_DIR.glob("*.py") if not p.stem.startswith("_"))
     if not rest or rest[0] in ("-h", "--help"):
         print(
             f"usage: pods bench NAME [ARGS ...]\navailable: {', '.join(available) or '(none)'}",
@@ -136,13 +142,14 @@ def _cmd_bench(rest: Sequence[str]) -> int:
         )
         return EXIT_OK if rest else EXIT_BAD_INPUT
     name, args = rest[0], list(rest[1:])
-    script = BENCH_DIR / f"bench_{name}.py"
-    if not script.is_file():
+    script = _bench_script(name)
+    if name.startswith("_") or not script.is_file():
         raise UsageError(
             f"no benchmark named {name!r} ({script} does not exist). "
             f"Fix: use one of {', '.join(available) or '(none yet)'}"
         )
-    return subprocess.call([sys.executable, str(script), *args])
+    # By path, with this copy of pods first on PYTHONPATH (its imports are absolute).
+    return subprocess.call([sys.executable, str(script), *args], env=child_env())
 
 
 def _cmd_analysis(rest: Sequence[str]) -> int:

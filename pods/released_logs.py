@@ -106,7 +106,9 @@ def verify(folder: str | os.PathLike, manifest: str | os.PathLike = MANIFEST) ->
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise ReleasedLogsError(f"released logs folder {folder} does not exist: {LOCAL_HINT}, or leave it unset to download")
+        raise ReleasedLogsError(
+            f"released logs folder {folder} does not exist: {LOCAL_HINT}, or leave it unset to download"
+        )
     expected = read_manifest(manifest)
     present = set(_files(folder))
     missing = sorted(set(expected) - present)
@@ -171,7 +173,9 @@ def _extract_results(archive: Path, dest: Path) -> int:
     return count
 
 
-def download(dest: str | os.PathLike, url: str = URL, manifest: str | os.PathLike = MANIFEST, timeout_s: int = 900) -> int:
+def download(
+    dest: str | os.PathLike, url: str = URL, manifest: str | os.PathLike = MANIFEST, timeout_s: int = 900
+) -> int:
     """Download the pinned release, keep its results/ files in `dest`, verify them; returns the file count.
 
     `dest` appears only once the files are verified (a failed or altered download leaves nothing).

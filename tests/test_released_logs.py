@@ -115,7 +115,8 @@ def test_a_tampered_download_leaves_nothing(tmp_path, capsys):
     rc = R.main(["download", "--url", url, "--dest", str(dest), "--manifest", str(manifest)])
     assert rc == 1
     err = capsys.readouterr().err
-    assert "download failed: checksum mismatch" in err and "h100s-acc.csv" in err
+    assert "download failed: checksum mismatch" in err
+    assert "h100s-acc.csv" in err
     assert not dest.exists()
 
 
