@@ -6,6 +6,7 @@
     pods bench NAME [ARGS ...]                      run the benchmark pods/bench/bench_NAME.py with ARGS
     pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
     pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak)
+    pods cost [--scale paper] [--format md|csv]     GPU-hours of a scale from the run sheet, seeds, budgets
 
 Examples::
 
@@ -71,6 +72,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     sub.add_parser("bench", help="run a benchmark (pods/bench/): pods bench NAME [ARGS]", add_help=False)
     sub.add_parser("released", help="re-analyse the authors' released logs (pods.analysis released)", add_help=False)
     sub.add_parser("analysis", help="run a pods.analysis subcommand", add_help=False)
+    sub.add_parser(
+        "cost", help="GPU-hours of a scale (run sheet x seeds x budgets): pods cost [--scale NAME]", add_help=False
+    )
     return ap, dict(sub.choices)
 
 
@@ -173,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_analysis(["released", *argv[1:]])
         if argv and argv[0] == "analysis":
             return _cmd_analysis(argv[1:])
+        if argv and argv[0] == "cost":
+            from pods.cost import main as cost_main
+
+            return cost_main(argv[1:])
         # Each command's parser on its own: parse_intermixed_args (overrides and --flags in any
         # order) does not work through subparsers. argparse exits 2 itself on bad usage.
         top, commands = _parser()
