@@ -200,7 +200,7 @@ def test_core_dependencies_and_extras():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     core = {re.split(r"[<>=!\[ ]", d, maxsplit=1)[0]: d for d in project["dependencies"]}
     assert core["trl"].replace(" ", "") == "trl>=1.16,<1.17"
-    assert core["transformers"].startswith("transformers>=4.56.2,<")  # TRL 1.16's floor
+    assert core["transformers"] == "transformers>=5.23,<6"  # inside TRL 1.16 accepts (>=4.56.2): the tested 5.x
     assert not {"snakemake", "matplotlib", "pandas", "pyarrow", "jsonschema", "flash-attn"} & set(core)
     extras = project["optional-dependencies"]
     names = {k: {re.split(r"[<>=!\[ ]", d, maxsplit=1)[0] for d in v} for k, v in extras.items()}
