@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -227,16 +228,30 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
     return rows, step_row
 
 
-def _collect(root: str | Path, letters: Mapping[str, str] | None = None, sheet: str | Path | None = None):
-    root = Path(root)
+def _collect(
+    root: str | Path | None,
+    letters: Mapping[str, str] | None = None,
+    sheet: str | Path | None = None,
+    run_dirs: Sequence[str | Path] | None = None,
+):
+    """Curves and steps of every run directory under `root`, or of exactly `run_dirs` when given (the
+    workflow passes the runs of its sheet, so a manual run under the same root is never merged in)."""
     roles = sheet_roles(sheet)
     how = (
         "train runs first (`snakemake` or `python -m pods train CONFIG`); each run directory "
         "needs config.json and eval.jsonl (docs/DESIGN.md)"
     )
-    if not root.is_dir():
-        raise AnalysisInputError(f"runs folder {root} does not exist: {how}")
-    run_dirs = sorted(p.parent for p in root.rglob("config.json") if (p.parent / "eval.jsonl").exists())
+    if run_dirs is not None:
+        run_dirs = sorted(Path(d) for d in run_dirs)
+        for d in run_dirs:
+            if not (d / "config.json").is_file() or not (d / "eval.jsonl").is_file():
+                raise AnalysisInputError(f"{d} is not a run directory (no config.json or eval.jsonl): {how}")
+        root = Path(os.path.commonpath(run_dirs)) if run_dirs else Path(".")
+    else:
+        root = Path(root)
+        if not root.is_dir():
+            raise AnalysisInputError(f"runs folder {root} does not exist: {how}")
+        run_dirs = sorted(p.parent for p in root.rglob("config.json") if (p.parent / "eval.jsonl").exists())
     if not run_dirs:
         raise AnalysisInputError(f"no run directories under {root}: {how}")
     rows, step_rows = [], []
@@ -303,7 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out-dir", required=True)
     p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
     p = sub.add_parser("collect", help="curves.csv and steps.csv from our run directories")
-    p.add_argument("--runs", required=True)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--runs", help="every run directory under this folder")
+    which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="exactly these run directories (the workflow's)")
     p.add_argument("--out-dir", required=True)
     p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
     p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
@@ -333,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             written += write_table(table, out / "time_to_peak")
         elif args.cmd == "collect":
-            curves, steps = _collect(args.runs, _parse_letters(args.letters), args.sheet)
+            curves, steps = _collect(args.runs, _parse_letters(args.letters), args.sheet, args.run_dirs)
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             table = None
         else:

@@ -3,9 +3,10 @@
     pods train CONFIG [key=value ...] [--dry-run]   validate, then train; prints the run directory
     pods eval RUN_DIR [key=value ...]               evaluate a finished run's final policy again
     pods validate CONFIG [key=value ...] [--paper]  print the resolved config and its run directory
-    pods bench NAME [ARGS ...]                      run benchmarks/bench_NAME.py with ARGS
+    pods bench NAME [ARGS ...]                      run the benchmark pods/bench/bench_NAME.py with ARGS
     pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
     pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak)
+    pods cost [--scale paper] [--format md|csv]     GPU-hours of a scale from the run sheet, seeds, budgets
 
 Examples::
 
@@ -34,8 +35,7 @@ from pathlib import Path
 from pods.config import ConfigError, apply_overrides, from_dict, load_config, resolve_run_dir, to_dict, validate
 from pods.runlog import DiskWriteError, RunDirError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-BENCH_DIR = REPO_ROOT / "benchmarks"
+BENCH_DIR = Path(__file__).resolve().parent / "bench"  # in the package: works from a wheel too
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -70,9 +70,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
 
     # Pass-through commands: everything after the name goes to the script/module untouched.
-    sub.add_parser("bench", help="run benchmarks/bench_NAME.py: pods bench NAME [ARGS]", add_help=False)
+    sub.add_parser("bench", help="run a benchmark (pods/bench/): pods bench NAME [ARGS]", add_help=False)
     sub.add_parser("released", help="re-analyse the authors' released logs (pods.analysis released)", add_help=False)
     sub.add_parser("analysis", help="run a pods.analysis subcommand", add_help=False)
+    sub.add_parser(
+        "cost", help="GPU-hours of a scale (run sheet x seeds x budgets): pods cost [--scale NAME]", add_help=False
+    )
     return ap, dict(sub.choices)
 
 
@@ -128,8 +131,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _bench_script(name: str) -> Path:
+    bench = BENCH_DIR / f"bench_{name}.py"
+    return bench if bench.is_file() else BENCH_DIR / f"{name}.py"
+
+
 def _cmd_bench(rest: Sequence[str]) -> int:
-    available = sorted(p.stem.removeprefix("bench_") for p in BENCH_DIR.glob("bench_*.py"))
+    from pods.bench import child_env
+
+    available = sorted(p.stem.removeprefix("bench_") for p in BENCH_DIR.glob("*.py") if not p.stem.startswith("_"))
     if not rest or rest[0] in ("-h", "--help"):
         print(
             f"usage: pods bench NAME [ARGS ...]\navailable: {', '.join(available) or '(none)'}",
@@ -137,13 +147,14 @@ def _cmd_bench(rest: Sequence[str]) -> int:
         )
         return EXIT_OK if rest else EXIT_BAD_INPUT
     name, args = rest[0], list(rest[1:])
-    script = BENCH_DIR / f"bench_{name}.py"
-    if not script.is_file():
+    script = _bench_script(name)
+    if name.startswith("_") or not script.is_file():
         raise UsageError(
             f"no benchmark named {name!r} ({script} does not exist). "
             f"Fix: use one of {', '.join(available) or '(none yet)'}"
         )
-    return subprocess.call([sys.executable, str(script), *args])
+    # By path, with this copy of pods first on PYTHONPATH (its imports are absolute).
+    return subprocess.call([sys.executable, str(script), *args], env=child_env())
 
 
 def _cmd_analysis(rest: Sequence[str]) -> int:
@@ -167,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_analysis(["released", *argv[1:]])
         if argv and argv[0] == "analysis":
             return _cmd_analysis(argv[1:])
+        if argv and argv[0] == "cost":
+            from pods.cost import main as cost_main
+
+            return cost_main(argv[1:])
         # Each command's parser on its own: parse_intermixed_args (overrides and --flags in any
         # order) does not work through subparsers. argparse exits 2 itself on bad usage.
         top, commands = _parser()

@@ -98,7 +98,7 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS_DIR = REPO_ROOT / "experiments"
+EXPERIMENTS_DIR = registry.repo_file("experiments")  # the checkout's, or the copy shipped in the package
 
 
 class ConfigError(ValueError):
@@ -920,9 +920,14 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
     """Parse a config YAML file into a dict; missing files and YAML errors become ConfigError."""
     p = Path(path)
+    if not p.is_file() and registry.experiment_file(str(path)) is not None:
+        p = registry.experiment_file(str(path))  # a shipped experiment by name: `pods train tiny_a`
     if not p.is_file():
         raise ConfigError(
-            "config", str(path), "is not a file", "give the path of a YAML file, e.g. experiments/tiny_a.yaml"
+            "config",
+            str(path),
+            "is not a file",
+            "give the path of a YAML file, e.g. experiments/tiny_a.yaml, or the name of a shipped one (tiny_a)",
         )
     try:
         data = yaml.load(p.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
@@ -1085,6 +1090,8 @@ def _check_accelerate(cfg: TrainConfig) -> None:
     path = cfg.hardware.accelerate_config
     if path is None:
         return
+    if not Path(path).is_file() and registry.repo_file(path).is_file():
+        path = str(registry.repo_file(path))  # experiments/accelerate/*.yaml shipped in the package
     _check_file("hardware.accelerate_config", path)
     try:
         acc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
@@ -1161,14 +1168,16 @@ def _fmt(value: Any) -> str:
 
 
 @functools.cache
-def _setting_base(setting: str, mtime: float) -> TrainConfig:
-    return from_dict(read_yaml(EXPERIMENTS_DIR / f"{setting}.yaml"))
+def _setting_base(path: Path, mtime: float) -> TrainConfig:
+    return from_dict(read_yaml(path))
 
 
 def _base_for(cfg: TrainConfig) -> TrainConfig:
-    path = EXPERIMENTS_DIR / f"{cfg.setting}.yaml"
-    if path.is_file():
-        return _setting_base(cfg.setting, path.stat().st_mtime)
+    # experiments/{setting}.yaml of the checkout, else the copy shipped in the installed package
+    # (pods.registry.repo_file), so run names are the same short names with or without a checkout.
+    path = registry.experiment_file(cfg.setting)
+    if path is not None:
+        return _setting_base(path, path.stat().st_mtime)
     return TrainConfig()
 
 

@@ -5,7 +5,7 @@ Specs (`policy.model` in the config):
   character-level tokenizer, random init from the seed, then a supervised warm start on a synthetic
   task (pods.data) that stops once the *sampled* accuracy on a held-out slice of the training set
   reaches a target (default 30% at temperature 1.0), so that RL starts between 10% and 60% and has
-  room to climb. Built once into `$PODS_CACHE/tiny/<name>/` (default `resources/models/tiny/<name>/`)
+  room to climb. Built once into `cache_root()/tiny/<name>/` (`$PODS_CACHE`, else `~/.cache/pods`)
   and reloaded afterwards; a cached build whose recipe differs from `TINY_MODELS` is rebuilt.
   Names (`TINY_MODELS`): `llama-arith` (the embedded default, analogue of setting (a)),
   `qwen2-arith` (second architecture, analogue of (b)), `llama-arith_hard` (harder task, lower start,
@@ -81,8 +81,13 @@ class PolicyError(ValueError):
 
 
 def cache_root() -> Path:
-    """Root of built/converted models: $PODS_CACHE, else resources/models in the repository."""
-    return Path(os.environ.get("PODS_CACHE") or REPO_ROOT / "resources" / "models")
+    """Root of built/converted models, a user cache directory (never the installed package):
+    $PODS_CACHE, else $XDG_CACHE_HOME/pods, else ~/.cache/pods. The same in a checkout, so the CLI
+    and the workflow share one cache (set PODS_CACHE to keep it elsewhere, e.g. resources/models)."""
+    if os.environ.get("PODS_CACHE"):
+        return Path(os.environ["PODS_CACHE"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "pods"
 
 
 # ----------------------------------------------------------------------------------------------

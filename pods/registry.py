@@ -28,6 +28,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(__file__).resolve().parent
+IN_CHECKOUT = (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "experiments").is_dir()
+"""True in a git checkout (or an editable install of one); False in an installed wheel."""
+SHIPPED = {"experiments": "experiments", "config": "sheets"}
+"""Repository folders whose files the wheel ships inside the package (pyproject.toml package-dir):
+experiments/*.yaml (+ accelerate/) as pods/experiments/, config/runs*.tsv as pods/sheets/."""
+
+
+def repo_file(rel: str | Path) -> Path:
+    """A shipped repository file by its repository path (``experiments/tiny_a.yaml``,
+    ``config/runs.tsv``): the checkout's copy in a checkout, else the copy inside the installed package.
+    Paths under other folders, or absent from both, come back as they are in the checkout."""
+    rel = Path(rel)
+    if rel.is_absolute() or IN_CHECKOUT or not rel.parts or rel.parts[0] not in SHIPPED:
+        return rel if rel.is_absolute() else REPO_ROOT / rel
+    packaged = PACKAGE_DIR / SHIPPED[rel.parts[0]] / Path(*rel.parts[1:])
+    return packaged if packaged.exists() else REPO_ROOT / rel
+
+
+def experiment_file(name: str) -> Path | None:
+    """``experiments/{name}.yaml`` shipped with the project (``tiny_a``, ``a_gsm8k_qwen3b.yaml``), or None."""
+    stem = name.removesuffix(".yaml").removesuffix(".yml")
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        return None
+    path = repo_file(f"experiments/{stem}.yaml")
+    return path if path.is_file() else None
 
 # ----------------------------------------------------------------------------------------------
 # enumerations

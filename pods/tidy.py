@@ -50,7 +50,7 @@ CONFIG_KEYS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", 
 METRICS = registry.METRICS
 DEFAULT_THRESHOLD = 0.99
 # The paper sheet: roles of the released runs (config/runs.tsv), unless --sheet says otherwise.
-PAPER_SHEET = registry.REPO_ROOT / "config" / "runs.tsv"
+PAPER_SHEET = registry.repo_file("config/runs.tsv")  # in a checkout or shipped in the package
 
 
 class AnalysisInputError(ValueError):
@@ -169,7 +169,7 @@ def sheet_roles(sheet: str | Path | None) -> dict[tuple[str, str], str]:
 
 def _paper_defaults(rec: registry.Setting) -> dict:
     """rollout.normalize and optim.grad_accum of a setting's paper-scale YAML (its run-name base)."""
-    path = registry.REPO_ROOT / rec.experiments.get("paper", "")
+    path = registry.repo_file(rec.experiments.get("paper", ""))
     cfg = yaml.safe_load(path.read_text()) if path.is_file() else {}
     return {
         "norm": (cfg.get("rollout") or {}).get("normalize", "after"),

@@ -14,13 +14,15 @@ rule collect:
     log:
         f"{ROOT}/logs/collect.log",
     params:
-        runs=lambda wildcards: f"{ROOT}/runs",
+        # The run directories of the sheet, listed: a manual `pods train` run under the same root
+        # (e.g. results/runs/tiny_a/...) is never merged in as an extra seed.
+        run_dirs=lambda wildcards, input: [os.path.dirname(s) for s in input.summaries],
         out_dir=lambda wildcards, output: os.path.dirname(output.curves),
         letters=get_letters,
     conda:
         "../envs/pods.yaml"
     shell:
-        "python -m pods.analysis collect --runs {params.runs} --out-dir {params.out_dir}"
+        "python -m pods.analysis collect --run-dirs {params.run_dirs:q} --out-dir {params.out_dir}"
         " --letters {params.letters:q} --sheet {input.sheet:q} > {log} 2>&1"
 
 

@@ -226,19 +226,18 @@ def get_experiments(wildcards=None):
 
 # ---------------------------------------------------------------------------- released logs
 RELEASED_DOWNLOAD = f"resources/released/pods-{config['released']['commit'][:7]}/results"
+RELEASED_MANIFEST = "pods/released_logs.sha256"  # SHA-256 of every released file (pods.released_logs)
 
 
 def get_released_logs(wildcards=None):
-    """The authors' results/ folder: --config released_logs=DIR, else the local copy, else download."""
+    """The authors' results/ folder: --config released_logs=DIR (a local copy), else the download."""
     if config["released_logs"]:
         if not os.path.isdir(config["released_logs"]):
             _fail(
-                f"released_logs={config['released_logs']} is not a folder: point it at the "
+                f"released_logs={config['released_logs']} is not a folder: point it at a local copy of the "
                 "authors' results/ folder, or leave it unset to download it"
             )
         return config["released_logs"]
-    if os.path.isdir(config["released"]["local_copy"]):
-        return config["released"]["local_copy"]
     return RELEASED_DOWNLOAD
 
 

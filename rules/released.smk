@@ -1,30 +1,33 @@
 # Re-analysis of the authors' released evaluation logs (Table 3 for a, b, c, e, f) through the same
 # pods.analysis code as our own runs. The first target a new user can run, in seconds:
-#   snakemake -c1 results/released/time_to_peak.csv --config released_logs=DIR
+#   snakemake -c1 results/released/time_to_peak.csv                          # downloads the pinned release
+#   snakemake -c1 results/released/time_to_peak.csv --config released_logs=DIR   # or a local copy
 
 
 rule download_released:
-    # Only used when neither --config released_logs=DIR nor released.local_copy exists. The GitHub
-    # tarball of the pinned commit, keeping only the files of its top-level results/ folder
-    # (per-run evaluation JSONs and the wandb CSV exports).
+    # The default source (no --config released_logs=DIR): the GitHub tarball of the pinned commit,
+    # keeping only the files of its top-level results/ folder (per-run evaluation JSONs and the wandb
+    # CSV exports), verified against the manifest before the folder appears. Why a download failed is
+    # printed (and appended to the log), with the local-copy alternative.
+    input:
+        manifest=RELEASED_MANIFEST,
     output:
         logs=directory(RELEASED_DOWNLOAD),
     log:
         "resources/released/download.log",
     params:
         url=get_released_url,
-        dest=lambda wildcards, output: os.path.dirname(output.logs),
     conda:
         "../envs/pods.yaml"
     shell:
-        "(mkdir -p {params.dest} && curl -fsSL --connect-timeout 30 --max-time 900 {params.url:q}"
-        " | tar -xz -C {params.dest} --strip-components=1 --no-wildcards-match-slash --wildcards '*/results/*')"
-        " > {log} 2>&1"
+        "python -m pods.released_logs download --url {params.url:q} --dest {output.logs:q}"
+        " --manifest {input.manifest:q} --log {log:q}"
 
 
 rule released_time_to_peak:
     input:
         logs=get_released_logs,
+        manifest=RELEASED_MANIFEST,  # a download or a local copy is checked file by file first
         sheet="config/runs.tsv",  # the paper sheet: its `role` rows are the Table 3 comparisons
     output:
         csv=report(
@@ -44,8 +47,10 @@ rule released_time_to_peak:
     conda:
         "../envs/pods.yaml"
     shell:
-        "python -m pods.analysis released --logs {input.logs:q} --sheet {input.sheet:q} --out-dir {params.out_dir}"
-        " > {log} 2>&1"
+        # A failed verification is printed (stderr is not redirected), not only logged.
+        "python -m pods.released_logs verify {input.logs:q} --manifest {input.manifest:q} > {log}"
+        " && python -m pods.analysis released --logs {input.logs:q} --sheet {input.sheet:q}"
+        " --out-dir {params.out_dir} >> {log} 2>&1"
 
 
 rule released_figure:

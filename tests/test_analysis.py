@@ -406,6 +406,23 @@ def test_cli_collect_and_time_to_peak(tmp_path, capsys):
     assert (out / "time_to_peak.tex").exists()
 
 
+def test_collect_run_dirs_reads_exactly_the_listed_runs(tmp_path, capsys):
+    """The workflow lists its runs (issue 12 item 5): a manual run under the same root stays out."""
+    root = fake_tree(tmp_path / "runs")
+    manual = write_run(root, "a_toy", 16, 4, 7, [0.2, 0.9, 0.9, 0.9, 0.9])  # `pods train` by hand
+    listed = sorted(str(p.parent) for p in root.rglob("summary.json") if p.parent != manual)
+    out = tmp_path / "tables"
+    assert A.main(["collect", "--run-dirs", *listed, "--out-dir", str(out)]) == 0
+    curves = pd.read_csv(out / "curves.csv")
+    assert 7 not in set(curves["seed"])
+    assert len(pd.read_csv(out / "steps.csv")) == len(listed)
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0  # the whole root: included
+    assert 7 in set(pd.read_csv(out / "curves.csv")["seed"])
+    # A listed directory that is not a run is an input error (exit 2), not a silent skip.
+    assert A.main(["collect", "--run-dirs", str(tmp_path), "--out-dir", str(out)]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
+
+
 def test_cli_missing_inputs_exit_2(tmp_path, capsys):
     assert A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
     assert "c.csv is missing" in capsys.readouterr().err

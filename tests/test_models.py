@@ -3,6 +3,7 @@
 import json
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -209,3 +210,20 @@ def test_smol_loads_from_wheel_and_generates(cache):
     text = tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     assert text.strip(), text
     print(f"smol: first load {t_first:.1f}s, cached load {t_again:.1f}s, greedy: {text!r}")
+
+
+def test_cache_root_is_a_user_cache_directory(monkeypatch, tmp_path):
+    """Issue 12 item 3: an installed package never caches models inside site-packages."""
+    monkeypatch.delenv("PODS_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert models.cache_root() == tmp_path / "home" / ".cache" / "pods"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert models.cache_root() == tmp_path / "xdg" / "pods"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: relative paths are invalid
+    assert models.cache_root() == tmp_path / "home" / ".cache" / "pods"
+    monkeypatch.setenv("PODS_CACHE", str(tmp_path / "explicit"))
+    assert models.cache_root() == tmp_path / "explicit"
+    monkeypatch.delenv("PODS_CACHE")
+    package = Path(models.__file__).resolve().parents[1]
+    assert package not in models.cache_root().parents

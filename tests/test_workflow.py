@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -224,6 +225,46 @@ def test_collect_waits_for_exactly_the_scale_runs(workdir, dry_runs):
     assert len(inputs) == job_counts(out)["train"] == 22
 
 
+def fake_finished_run(run_dir: Path, setting: str, n: int, m: int, seed: int) -> None:
+    """The files `collect` reads, as a finished run writes them (docs/DESIGN.md)."""
+    run_dir.mkdir(parents=True)
+    cfg = {"setting": setting, "seed": seed, "rollout": {"n": n, "m": m}, "eval": {"every_s": 8}}
+    (run_dir / "config.json").write_text(json.dumps(cfg))
+    evals = [{"step": k, "time_s": 8.0 * k, "dataset": "arith", "accuracy": 0.1 * k} for k in range(3)]
+    (run_dir / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"step": 1, "time_s": 8.0}) + "\n")
+    (run_dir / "summary.json").write_text("{}")
+
+
+def test_collect_ignores_a_manual_run_under_the_results_root(tmp_path, workdir, dry_runs):
+    """Issue 12 item 5: `pods train experiments/tiny_a.yaml` writes results/runs/tiny_a/...; the
+    workflow's tables hold only the runs of its sheet, whatever else lies under the root."""
+    out = scale_dry_run(workdir, dry_runs, "smoke")
+    command = next(c for c in re.findall(r"^Shell command: (.*)$", out, re.M) if "pods.analysis collect" in c)
+    argv = shlex.split(command.split(">")[0])
+    listed = argv[argv.index("--run-dirs") + 1 : argv.index("--out-dir")]
+    assert sorted(listed) == sorted(str(Path(j["summary"]).parent) for j in train_jobs(out))
+    assert "--runs" not in argv
+    # For real, on fake finished runs (only `collect` may run: nothing is trained).
+    wd = tmp_path / "wf"
+    wd.mkdir()
+    for name in LINKED:
+        (wd / name).symlink_to(REPO / name)
+    for d in listed:
+        setting, run, seed = Path(d).parts[-3:]
+        n, m = (int(x) for x in re.search(r"_n~(\d+)_m~(\d+)", run).groups())
+        fake_finished_run(wd / d, f"tiny_{setting}", n, m, int(seed.split("~")[1]))
+    fake_finished_run(wd / "results/smoke/runs/tiny_a/sel~max_variance_n~64_m~16/seed~7", "tiny_a", 64, 16, 7)
+    res = snakemake(wd, "-c1", "--allowed-rules", "collect", "--config", "scale=smoke", "--",
+                    "results/smoke/tables/curves.csv")  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    import pandas as pd
+
+    curves = pd.read_csv(wd / "results/smoke/tables/curves.csv")
+    assert set(curves["seed"]) == {0}
+    assert len(pd.read_csv(wd / "results/smoke/tables/steps.csv")) == len(listed) == 22
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
@@ -306,10 +347,48 @@ def test_released_target_reproduces_table_3(workdir):
 
     table = pd.read_csv(workdir / target, dtype={"setting": str}).set_index("setting")
     assert table["speedup"].to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.7, "f": 1.7}
-    # The report of this target holds the table with its caption.
-    res = snakemake(workdir, "--report", "report.html", target, "--config", f"released_logs={RELEASED}")
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "recomputed from the authors" in (workdir / "report.html").read_text()
+    # After this partial run (no training, no figure yet), the default report works: it holds what
+    # exists, the table with its caption (issue 12 item 6). One released figure later, that figure too.
+    res = snakemake(workdir, "--report", "partial.html", "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    html = (workdir / "partial.html").read_text()
+    assert "recomputed from the authors" in html
+    assert "fig_3_main.png" not in html
+    figure = "results/released/figures/fig_3_main.png"
+    res = snakemake(workdir, "-c1", figure, "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    res = snakemake(workdir, "--report", "partial.html", "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "fig_3_main.png;base64," in (workdir / "partial.html").read_text()
+
+
+def test_released_logs_default_to_the_verified_download(workdir):
+    """No released_logs: the pinned tarball is downloaded (and verified) before the re-analysis."""
+    out = dry_run(workdir, "tiny", "results/released/time_to_peak.csv")
+    assert job_counts(out) == {"download_released": 1, "released_time_to_peak": 1}
+    commands = re.findall(r"^Shell command: (.*)$", out, re.M)
+    download = next(c for c in commands if "pods.released_logs download" in c)
+    assert "https://github.com/YixuanEvenXu/pods/archive/187f43b648f69385103029c2dd0934521e17bb71.tar.gz" in download
+    assert "--manifest pods/released_logs.sha256" in download
+    analysis = next(c for c in commands if "pods.analysis released" in c)
+    assert analysis.startswith("python -m pods.released_logs verify resources/released/pods-187f43b/results")
+
+
+@pytest.mark.skipif(not RELEASED.is_dir(), reason=f"{RELEASED} (the authors' released logs) is not here")
+def test_an_altered_local_copy_is_refused_with_a_printed_reason(tmp_path):
+    workdir = tmp_path / "wf"  # its own: the failed job removes its outputs
+    workdir.mkdir()
+    for name in LINKED:
+        (workdir / name).symlink_to(REPO / name)
+    copy_dir = tmp_path / "copy"
+    copy_dir.mkdir()
+    for f in RELEASED.iterdir():
+        (copy_dir / f.name).symlink_to(f)
+    (copy_dir / "h100s-acc.csv").unlink()
+    (copy_dir / "h100s-acc.csv").write_text("step,acc\n")
+    res = snakemake(workdir, "-c1", "results/released/time_to_peak.csv", "--config", f"released_logs={copy_dir}")
+    assert res.returncode != 0
+    assert "1 altered (SHA-256 differs): h100s-acc.csv" in res.stdout + res.stderr
 
 
 # The recipe of docs/DESIGN.md, "Add a setting (g)": nothing else is edited.

@@ -1,0 +1,26 @@
+"""The README works outside this repository's development setup (issue 12 items 4 and 6): its images
+are committed small PNGs, and its commands need no sibling ../shared folder."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+
+
+def test_readme_images_are_committed_small_pngs():
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
+    assert "docs/img/released_fig_3_main.png" in images
+    for rel in images:
+        path = REPO / rel
+        assert path.is_file(), f"{rel} is linked from README.md but missing (python scripts/readme_images.py)"
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert path.stat().st_size < 200_000, f"{rel}: keep README images small"
+
+
+def test_readme_commands_do_not_need_the_development_folders():
+    commands = "\n".join(re.findall(r"```bash\n(.*?)```", README, re.S))
+    assert "../shared" not in commands
+    assert "snakemake -c1 results/released/time_to_peak.csv" in commands  # the download is the default
