@@ -27,10 +27,8 @@ exact ratio is `speedup_exact`.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
 import re
-import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -393,12 +391,9 @@ def printed_speedup(x: float) -> float:
 
 @functools.cache
 def cost_model():
-    """benchmarks/cost_model.py (a script, not a package module), loaded by path."""
-    path = registry.REPO_ROOT / "benchmarks" / "cost_model.py"
-    spec = importlib.util.spec_from_file_location("_pods_cost_model", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
+    """The fitted generation/update cost model (`pods.bench.cost_model`, also `pods bench cost_model`)."""
+    from pods.bench import cost_model as mod  # lazy: only the paper-hardware prediction needs it
+
     return mod
 
 
@@ -407,7 +402,7 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
 
     First the authors' released logs (`paper_steps`: the steps.csv of `released`, whose `role`
     column marks the arms of the paper sheet); else a prediction of the linear cost model
-    c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (benchmarks/cost_model.py,
+    c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (pods/bench/cost_model.py,
     `invert_paper`), at the n, m of the setting's paper arms, for single-GPU settings without
     gradient accumulation; else NaN.
     """
@@ -434,7 +429,7 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
     sps = [c + g1 * a.n + u1 * a.m for a in (b, q)]
     source = (
         f"prediction: cost model c + g1 n + u1 m (c={c:.3g} s, g1={g1:.3g} s, u1={u1:.3g} s; fitted to (a)'s "
-        f"released s/step on 1xL40S, benchmarks/cost_model.py) at n/m {b.n}/{b.m} vs {q.n}/{q.m}"
+        f"released s/step on 1xL40S, pods/bench/cost_model.py) at n/m {b.n}/{b.m} vs {q.n}/{q.m}"
     )
     return sps[0], sps[1], source
 
