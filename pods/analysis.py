@@ -37,6 +37,7 @@ import pandas as pd
 
 from pods import registry
 from pods.released import load_released, load_released_steps, read_released
+from pods.runlog import RunDirError, RunLogger
 from pods.speedup import (
     Comparison,
     bootstrap_speedup,
@@ -155,7 +156,18 @@ def _grid_index(time_s: float, grid_s: float) -> int:
     return int(math.floor(time_s / grid_s + 0.01))
 
 
+def _check_finished(run_dir: Path) -> None:
+    """A run that says it finished (summary.json) must hold every step and evaluation it claims: a cut
+    or duplicated metrics.jsonl / eval.jsonl is refused, naming the file (issue 13, item 5)."""
+    if (run_dir / "summary.json").exists():
+        try:
+            RunLogger(run_dir, enabled=False).check_finished()
+        except (RunDirError, ValueError) as e:
+            raise AnalysisInputError(str(e)) from None
+
+
 def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -> tuple[list, dict]:
+    _check_finished(run_dir)
     cfg = _load_json(run_dir / "config.json", ": the trainer writes it first; rerun the run")
     if not isinstance(cfg, dict) or not isinstance(cfg.get("rollout"), dict):
         raise AnalysisInputError(
