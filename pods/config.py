@@ -50,6 +50,15 @@ Additions to the DESIGN.md schema: ``policy.load_in_4bit`` (the authors' code lo
 the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/linear decay; the
 multi-GPU code decays over one epoch) and ``hardware.accelerate_config`` (the ``accelerate launch``
 file a run is meant for, cross-checked against ``hardware.num_processes``).
+
+Fidelity (issue 11, docs/fidelity.md): the top-level ``fidelity: paper | code`` is resolved by
+:func:`load_config` (:func:`resolve_fidelity`): with ``code`` the values of :mod:`pods.fidelity`'s table
+for the setting are applied after the YAML and before the command line's overrides, so the resolved
+config (and config.json) holds them. The switched options are fields of their own:
+``rollout.top_k``, ``rollout.vllm_is_correction``, ``optim.logprob_temperature``,
+``optim.aggregation=token_group``, ``task.math_gold``, ``eval.metric`` (besides existing ones).
+``fidelity`` is not part of run names (a code run is named against its YAML resolved at ``code``);
+its default run directory is ``results/runs-code/...``.
 """
 
 from __future__ import annotations

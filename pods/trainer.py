@@ -748,8 +748,10 @@ def reinstall_lm_head(trainer: GRPOTrainer, temperature: float) -> None:
     (loss, KL, IS ratio) is of softmax(z / T). The new head wraps the old forward; generation
     (``fused_lm_head=False``) still reaches the model's own forward and samples at T.
     """
+    from accelerate.utils import is_peft_model
+
     model = trainer.accelerator.unwrap_model(trainer.model)
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = model.get_base_model() if is_peft_model(model) else model  # where TRL installed it
     cast = bool(getattr(trainer.args, "cast_lm_head_to_fp32", False))
     add_fused_lm_head(base, temperature=temperature, cast_lm_head_to_fp32=cast, outputs=("log_probs", "entropy"))
     if trainer.ref_model is not None:
