@@ -120,9 +120,7 @@ class HFGenerator:
     counts of the last call are in ``self.last_lengths`` (same layout as the return value).
     """
 
-    def __init__(
-        self, model: Any, tokenizer: Any, top_p: float = 1.0, batch_rows: int | None = None, top_k: int = 0
-    ):
+    def __init__(self, model: Any, tokenizer: Any, top_p: float = 1.0, batch_rows: int | None = None, top_k: int = 0):
         self.model = model
         self.tokenizer = tokenizer
         self.top_p = top_p
@@ -230,7 +228,11 @@ class VLLMGenerator:
         self, prompts: Sequence[Any], n: int, temperature: float, max_tokens: int, seed: int | None = None
     ) -> list[list[str]]:
         params = self._vllm.SamplingParams(
-            n=n, temperature=temperature, top_p=self.top_p, max_tokens=max_tokens, seed=seed,
+            n=n,
+            temperature=temperature,
+            top_p=self.top_p,
+            max_tokens=max_tokens,
+            seed=seed,
             **({"top_k": self.top_k} if self.top_k else {}),
         )
         token_prompts = [{"prompt_token_ids": ids} for ids in _encode_prompts(self.tokenizer, prompts)]

@@ -252,7 +252,13 @@ def schedule_rows(n_train: int = GSM8K_TRAIN_PROMPTS) -> list[dict[str, Any]]:
         for role, (ga, procs, ratio) in {"grpo_ga": (16, 8, 0.1), "pods": (4, 8, 0.1)}.items():
             horizon = n_train // procs // ga
             rows.append(
-                {"setting": letter, "arm": role, "grad_accum": ga, "horizon": horizon, "warmup": math.ceil(ratio * horizon)}
+                {
+                    "setting": letter,
+                    "arm": role,
+                    "grad_accum": ga,
+                    "horizon": horizon,
+                    "warmup": math.ceil(ratio * horizon),
+                }
             )
     return rows
 
@@ -280,7 +286,8 @@ def render_table() -> str:
 def render_schedule() -> str:
     head = "| setting | arm | GA | horizon (optimizer steps) | warmup steps |\n|---|---|---|---|---|\n"
     return head + "".join(
-        f"| {r['setting']} | {r['arm']} | {r['grad_accum']} | {r['horizon']} | {r['warmup']} |\n" for r in schedule_rows()
+        f"| {r['setting']} | {r['arm']} | {r['grad_accum']} | {r['horizon']} | {r['warmup']} |\n"
+        for r in schedule_rows()
     )
 
 

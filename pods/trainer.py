@@ -659,7 +659,9 @@ class PODSGRPOTrainer(GRPOTrainer):
         sampling = kept.get("sampling_per_token_logps")
         if sampling is None:
             raise TRLCompatError("vLLM returned no sampling log-probs; turn rollout.vllm_is_correction off")
-        loss_mask = kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
+        loss_mask = (
+            kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
+        )
         diff = torch.nan_to_num((old_logps - sampling) * loss_mask, nan=0.0)  # unscored tokens: ratio 1
         mode = self.vllm_importance_sampling_mode
         if mode not in ("sequence_mask", "sequence_truncate", "token_mask", "token_truncate"):

@@ -25,7 +25,6 @@ from pods.rewards import eval_metrics
 from pods.selectors import select
 from pods.textutil import last_boxed, last_boxed_code
 from pods.trainer import (
-    PODSGRPOTrainer,
     TRLCompatError,
     build_grpo_config,
     check_trl_compat,
@@ -77,7 +76,9 @@ class RowCounter:
 @pytest.mark.parametrize(("n", "m"), [(8, 2), (4, 4)])
 def test_every_forward_of_a_pods_step_runs_on_the_kept_rows(make_trainer, batch_inputs, n, m):
     """beta > 0: reference and loss forwards see P x m rows (m per group), never n; generation aside."""
-    trainer, _ = make_trainer([r_len], "optim.beta=0.04", f"rollout.n={n}", f"rollout.m={m}", "rollout.prompts_per_step=2")
+    trainer, _ = make_trainer(
+        [r_len], "optim.beta=0.04", f"rollout.n={n}", f"rollout.m={m}", "rollout.prompts_per_step=2"
+    )
     assert trainer.ref_model is not None  # full-parameter tiny policy: a separate reference model
     counter = RowCounter(trainer, {"policy": trainer.model, "ref": trainer.ref_model})
     trainer.model.train()
@@ -105,7 +106,8 @@ def test_reference_logps_on_kept_rows_equal_trls_all_n_forward(make_trainer, bat
     torch.testing.assert_close(
         kept["ref_per_token_logps"][mask], full["ref_per_token_logps"][rows][mask], atol=1e-5, rtol=1e-5
     )
-    assert trainer.beta == 0.04 and trainer.vllm_importance_sampling_correction is False  # restored after TRL's call
+    assert trainer.beta == 0.04
+    assert trainer.vllm_importance_sampling_correction is False
 
 
 def test_importance_sampling_correction_is_off_by_default(tmp_path):
@@ -157,7 +159,9 @@ SCHEDULE = {("pods", 4): (233, 24), ("grpo_ga", 16): (58, 6)}
 @pytest.mark.parametrize("fid", registry.FIDELITY)
 def test_multi_gpu_schedule_spans_the_authors_epoch_per_arm(letter, fid, tmp_path):
     setting = registry.SETTINGS[letter]
-    arms = {arm.role: arm for arm in registry.read_sheet(REPO / "config/runs.tsv") if arm.setting == letter and arm.role}
+    arms = {
+        arm.role: arm for arm in registry.read_sheet(REPO / "config/runs.tsv") if arm.setting == letter and arm.role
+    }
     for role, arm in arms.items():
         overrides = [f"{k}={v}" for k, v in arm.overrides.items()]
         cfg = load_config(REPO / setting.experiments["paper"], [*overrides, f"fidelity={fid}"], check_machine=False)
@@ -170,7 +174,11 @@ def test_multi_gpu_schedule_spans_the_authors_epoch_per_arm(letter, fid, tmp_pat
         assert args.lr_scheduler_type == "cosine"
         assert args.get_warmup_steps(sched) == warmup  # HF: ceil(0.1 x horizon)
         assert pods_trainer_kwargs(cfg, max_steps, sched)["pods_scheduler_steps"] == horizon
-    rows = {(r["arm"], r["grad_accum"]): (r["horizon"], r["warmup"]) for r in fidelity.schedule_rows() if r["setting"] == letter}
+    rows = {
+        (r["arm"], r["grad_accum"]): (r["horizon"], r["warmup"])
+        for r in fidelity.schedule_rows()
+        if r["setting"] == letter
+    }
     assert rows == SCHEDULE  # the docs table says the same
 
 
@@ -184,7 +192,9 @@ def test_trainer_scheduler_uses_the_horizon(make_trainer):
         lrs.append(sched.get_last_lr()[0])
         trainer.optimizer.step()
         sched.step()
-    assert lrs[0] == 0.0 and lrs[5] < lr and lrs[6] == pytest.approx(lr)  # warmup ceil(5.8) = 6 steps
+    assert lrs[0] == 0.0
+    assert lrs[5] < lr
+    assert lrs[6] == pytest.approx(lr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,8 +241,11 @@ def test_trl_compat_guards_the_fidelity_hooks():
 
 
 def test_token_group_keeps_one_group_per_micro_batch(make_trainer, batch_inputs):
-    trainer, _ = make_trainer([r_len], "rollout.n=4", "rollout.m=2", "optim.grad_accum=4", "optim.aggregation=token_group")
-    assert trainer.loss_type == "bnpo" and trainer.pods_keep_groups
+    trainer, _ = make_trainer(
+        [r_len], "rollout.n=4", "rollout.m=2", "optim.grad_accum=4", "optim.aggregation=token_group"
+    )
+    assert trainer.loss_type == "bnpo"
+    assert trainer.pods_keep_groups
     trainer.model.train()
     inputs = batch_inputs(trainer)
     kept = trainer._generate_and_score_completions(inputs)  # 4 groups x 2 kept rows, in order
@@ -355,7 +368,8 @@ def test_load_in_4bit_trains_lora_on_a_4bit_base(tiny_policy_dir):
     kinds = {type(m).__name__ for m in model.modules()}
     assert "Linear4bit" in kinds, kinds
     trainable = [p for p in model.parameters() if p.requires_grad]
-    assert trainable and all(p.dtype != torch.uint8 for p in trainable)
+    assert trainable
+    assert all(p.dtype != torch.uint8 for p in trainable)
     ids = tok(["1+2="], return_tensors="pt").input_ids.cuda()
     loss = model(input_ids=ids, labels=ids).loss
     loss.backward()
@@ -373,7 +387,8 @@ def test_fidelity_code_resolves_at_load_and_single_options_override_it(tmp_path)
     a = EXP / "a_gsm8k_qwen3b.yaml"
     cfg = load_config(a, ["fidelity=code", "optim.max_grad_norm=0.5"], check_machine=False)
     assert cfg.fidelity == "code"
-    assert cfg.optim.optimizer == "adamw_8bit" and cfg.task.reward == "code_jun25"
+    assert cfg.optim.optimizer == "adamw_8bit"
+    assert cfg.task.reward == "code_jun25"
     assert cfg.optim.max_grad_norm == 0.5  # the command line wins over the table
     from pods.config import default_run_dir, run_name, to_dict
 
