@@ -336,6 +336,25 @@ DOC_SCHEDULE = """
 """
 
 DOC_TAIL = """
+Measured on this CPU box (tiny analogue of (b), `experiments/tiny_b.yaml`, beta 0.04, n=64/m=16 vs
+16/16, 30 steps, three back-to-back rounds on a shared, noisy 2-core machine): the update part of a
+PODS step (reference forward + loss) fell from 21.4/21.5/18.4 s to 15.1/20.9/12.6 s per 30 steps,
+while GRPO's stayed at 9.3-14.8 s; the PODS/GRPO update-time ratio fell from 1.6-2.3 to 1.0-1.4.
+
+## Known departures that no switch changes
+
+- Grader: the code_* rewards and `eval.metric=code` use the package's normaliser (plus math-verify on
+  the answer block) in place of the authors' TURN `grade_answer` (audit 2, 3): a superset of what
+  TURN accepts.
+- (a)-(d) evaluation model: the authors merged each LoRA checkpoint in fp16, reloaded it in 4-bit and
+  sampled with vLLM; the package evaluates the training policy as it is (audit 3).
+- Wall clock: the package sums step durations (no set-up, evaluation, logging, checkpoints); the
+  authors' (e)/(f) clock starts at trainer construction (audit 25).
+- Ties in max-variance selection go to another of several equal-reward rollouts (same kept reward
+  multiset, audit 13); prompts over 512 tokens are dropped rather than left-truncated (audit 29);
+  vLLM weight sync and reward cost differ in size (audit 12, 30); seeds cannot reproduce the authors'
+  RNG streams (audit 23).
+
 ## The released (e)/(f) step counter (audit item 26)
 
 The paper's s/step bars for (e)/(f) are 1800 s / (wandb `_step` / GA) (`scripts/plot-h100s.py`). In the
