@@ -50,6 +50,15 @@ Additions to the DESIGN.md schema: ``policy.load_in_4bit`` (the authors' code lo
 the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/linear decay; the
 multi-GPU code decays over one epoch) and ``hardware.accelerate_config`` (the ``accelerate launch``
 file a run is meant for, cross-checked against ``hardware.num_processes``).
+
+Fidelity (issue 11, docs/fidelity.md): the top-level ``fidelity: paper | code`` is resolved by
+:func:`load_config` (:func:`resolve_fidelity`): with ``code`` the values of :mod:`pods.fidelity`'s table
+for the setting are applied after the YAML and before the command line's overrides, so the resolved
+config (and config.json) holds them. The switched options are fields of their own:
+``rollout.top_k``, ``rollout.vllm_is_correction``, ``optim.logprob_temperature``,
+``optim.aggregation=token_group``, ``task.math_gold``, ``eval.metric`` (besides existing ones).
+``fidelity`` is not part of run names (a code run is named against its YAML resolved at ``code``);
+its default run directory is ``results/runs-code/...``.
 """
 
 from __future__ import annotations
@@ -91,6 +100,7 @@ __all__ = [
     "from_dict",
     "load_config",
     "parse_run_name",
+    "resolve_fidelity",
     "resolve_run_dir",
     "run_name",
     "to_dict",
@@ -282,6 +292,8 @@ class TaskConfig(_Section):
     """Prompts longer than this many tokens are dropped (PAPER.md §3.4)."""
     reward: str = "paper"
     """Reward variant (pods.registry.REWARD_VARIANTS): "paper" is App. A.1 (accuracy + format + tag count)."""
+    math_gold: str = "balanced"
+    """MATH training gold: balanced (last \\boxed{} with matched braces) | code (cut at the first "}", the authors' code)."""
 
     def _check(self) -> None:
         tasks = list(registry.TRAIN_TASKS)
@@ -306,6 +318,12 @@ class TaskConfig(_Section):
             self._fail("prompt_style", "is not a known prompt style", f"use one of {', '.join(styles)}")
         if self.max_prompt_length < 1:
             self._fail("max_prompt_length", "must be >= 1", "use e.g. 512 (PAPER.md §3.3)")
+        if self.math_gold not in registry.MATH_GOLD:
+            self._fail(
+                "math_gold",
+                f"is not one of {', '.join(registry.MATH_GOLD)}",
+                "use balanced (matched braces) or code (the authors' first-'}' cut, MATH only)",
+            )
         variants = registry.REWARD_VARIANTS
         if self.reward not in variants:
             self._fail(
@@ -335,12 +353,17 @@ class RolloutConfig(_Section):
     """Sampling temperature of the rollouts (authors' code: 0.9); must be > 0."""
     top_p: float = 1.0
     """Nucleus sampling threshold in (0, 1]."""
+    top_k: int = 0
+    """Top-k sampling of rollouts and evaluation; 0 = off (the paper; (a)-(d) code); the (e)-(f) code used 50."""
     max_completion_length: int = 512
     """Maximum generated tokens per rollout (PAPER.md §3.3)."""
     backend: str = "hf"
     """Generation backend: hf (transformers generate) | vllm (GPU only; the authors' (a)-(d) code)."""
     vllm_gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take, in (0, 1] (authors' code: 0.5)."""
+    vllm_is_correction: bool = False
+    """TRL's vLLM importance-sampling correction (an extra forward on the kept rows, ratio masked above 3); the
+    authors' code has none (TRL 1.16 defaults it on)."""
 
     def _check(self) -> None:
         if self.n < 1:
@@ -366,6 +389,14 @@ class RolloutConfig(_Section):
             )
         if not 0 < self.top_p <= 1:
             self._fail("top_p", "must be in (0, 1]", "use 1.0")
+        if self.top_k < 0:
+            self._fail("top_k", "must be >= 0", "use 0 (off) or 50 (the authors' (e)-(f) code)")
+        if self.vllm_is_correction and self.backend != "vllm":
+            self._fail(
+                "vllm_is_correction",
+                "corrects for vLLM's sampling distribution, but rollout.backend is not vllm",
+                "set rollout.vllm_is_correction=false, or rollout.backend=vllm",
+            )
         if self.max_completion_length < 1:
             self._fail("max_completion_length", "must be >= 1", "use e.g. 512 (PAPER.md §3.3)")
         if self.backend not in BACKENDS:
@@ -406,7 +437,12 @@ class OptimConfig(_Section):
     epsilon_high: float | None = None
     """Upper clip range if asymmetric (>= epsilon); null = epsilon."""
     aggregation: str = "sequence"
-    """Loss aggregation: sequence (the paper's formula, TRL "grpo") | token (open-r1 "bnpo", the (e)-(f) code)."""
+    """Loss aggregation: sequence (the paper's formula, TRL "grpo") | token (TRL "bnpo": token mean per
+    micro-batch, rows shuffled across micro-batches) | token_group (the same with whole prompt groups per
+    micro-batch, no shuffle: the authors' (e)-(f) code)."""
+    logprob_temperature: str = "sampling"
+    """Log-probs (loss, KL) of logits / sampling temperature (sampling: TRL, the (e)-(f) code) or of the raw
+    logits (none: the authors' (a)-(d) code)."""
     grad_accum: int = 1
     """Gradient-accumulation groups of n rollouts per prompt per optimizer step (Table 2 "GA"; settings (e)-(f))."""
 
@@ -450,7 +486,13 @@ class OptimConfig(_Section):
             self._fail(
                 "aggregation",
                 f"is not one of {', '.join(AGGREGATIONS)}",
-                "use sequence (paper) or token (open-r1 code)",
+                "use sequence (paper), token or token_group (the (e)-(f) code)",
+            )
+        if self.logprob_temperature not in registry.LOGPROB_TEMPERATURES:
+            self._fail(
+                "logprob_temperature",
+                f"is not one of {', '.join(registry.LOGPROB_TEMPERATURES)}",
+                "use sampling (TRL) or none (raw logits, the (a)-(d) code)",
             )
         if self.grad_accum < 1:
             self._fail("grad_accum", "must be >= 1", "use 1, or 4/16 as in settings (e)-(f)")
@@ -501,8 +543,13 @@ class EvalConfig(_Section):
     """Sampling temperature at evaluation (PAPER.md §3.5: 0.9, not greedy); must be > 0."""
     max_completion_length: int = 512
     """Maximum generated tokens per test completion."""
+    metric: str = "paper"
+    """Accuracy rule: paper (the training reward's rule) | code (the authors' utils/eval.py: correct if the whole
+    text, the answer block or the last number matches)."""
 
     def _check(self) -> None:
+        if self.metric not in registry.EVAL_METRICS:
+            self._fail("metric", f"is not one of {', '.join(registry.EVAL_METRICS)}", "use paper or code")
         if self.every_s is None and self.every_steps is None:
             raise ConfigError(
                 "eval",
@@ -585,6 +632,9 @@ class TrainConfig(_Section):
 
     setting: str = "a_gsm8k_qwen3b"
     """Name of the experiment setting, used in run directory names (the experiments/*.yaml stem)."""
+    fidelity: str = "paper"
+    """paper (the paper's text) | code (every known departure takes the authors' code's value; resolved at load
+    time from pods.fidelity, docs/fidelity.md)."""
     seed: int = 0
     """Random seed (model init of tiny models, data order, sampling, random selection)."""
     out_dir: str | None = None
@@ -607,6 +657,8 @@ class TrainConfig(_Section):
     """Devices and processes."""
 
     def _check(self) -> None:
+        if self.fidelity not in registry.FIDELITY:
+            self._fail("fidelity", f"is not one of {', '.join(registry.FIDELITY)}", "use paper or code")
         if not _SETTING.match(self.setting):
             self._fail(
                 "setting", "must be a plain name (letters, digits, _ . -) usable in a path", "use e.g. a_gsm8k_qwen3b"
@@ -958,8 +1010,24 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = (), *, check
     check_machine=False skips the checks against this machine (GPU-only options, bf16 on CPU), so a
     GPU config can be validated on a laptop; everything else is still checked.
     """
-    cfg = from_dict(apply_overrides(read_yaml(path), list(overrides)))
+    raw = read_yaml(path)
+    cfg = from_dict(resolve_fidelity(raw, list(overrides)))
     return validate(cfg, check_machine=check_machine)
+
+
+def resolve_fidelity(raw: Mapping[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """YAML dict + overrides, with ``fidelity: code`` resolved (pods.fidelity): the YAML, then the code's
+    values of the setting, then the command line's overrides (so a single option can still be set on top)."""
+    d = apply_overrides(raw, overrides)
+    if d.get("fidelity", "paper") != "code":
+        return d
+    from pods.fidelity import FidelityError, code_overrides
+
+    try:
+        code = code_overrides(str(d.get("setting", "")))
+    except FidelityError as err:
+        raise ConfigError("fidelity", "code", str(err).split(";")[0], str(err).split(";", 1)[-1].strip()) from None
+    return apply_overrides(apply_overrides(raw, code), overrides)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1135,6 +1203,7 @@ def validate(cfg: TrainConfig, *, check_machine: bool = True, machine: Machine |
 _NAME_HEAD = ("rollout.rule", "rollout.n", "rollout.m")
 _NAME_EXCLUDED = (
     "setting",
+    "fidelity",  # a bundle: its resolved values name the run against the setting's YAML at the same fidelity
     "seed",
     "out_dir",
     "policy.gradient_checkpointing",
@@ -1168,16 +1237,17 @@ def _fmt(value: Any) -> str:
 
 
 @functools.cache
-def _setting_base(path: Path, mtime: float) -> TrainConfig:
-    return from_dict(read_yaml(path))
+def _setting_base(path: Path, mtime: float, fidelity: str = "paper") -> TrainConfig:
+    return from_dict(resolve_fidelity(read_yaml(path), [f"fidelity={fidelity}"]))
 
 
 def _base_for(cfg: TrainConfig) -> TrainConfig:
     # experiments/{setting}.yaml of the checkout, else the copy shipped in the installed package
-    # (pods.registry.repo_file), so run names are the same short names with or without a checkout.
+    # (pods.registry.repo_file), so run names are the same short names with or without a checkout;
+    # read at the run's own fidelity: a fidelity=code run is named by what differs from the code.
     path = registry.experiment_file(cfg.setting)
     if path is not None:
-        return _setting_base(path, path.stat().st_mtime)
+        return _setting_base(path, path.stat().st_mtime, cfg.fidelity)
     return TrainConfig()
 
 
@@ -1211,8 +1281,9 @@ def parse_run_name(name: str) -> dict[str, str]:
 
 
 def default_run_dir(cfg: TrainConfig, root: str | os.PathLike = "results/runs") -> Path:
-    """``{root}/{setting}/{run_name}/seed~{seed}``."""
-    return Path(root) / cfg.setting / run_name(cfg) / f"seed~{cfg.seed}"
+    """``{root}/{setting}/{run_name}/seed~{seed}``; ``{root}-code/...`` for a fidelity=code run (same names)."""
+    base = Path(root) if cfg.fidelity == "paper" else Path(f"{root}-{cfg.fidelity}")
+    return base / cfg.setting / run_name(cfg) / f"seed~{cfg.seed}"
 
 
 def resolve_run_dir(cfg: TrainConfig, root: str | os.PathLike = "results/runs") -> Path:

@@ -58,7 +58,8 @@ Departures from the paper / official code, all because the sources leave a gap (
   `random.Random(42)` and put 20% in test (fixed, independent of the run seed). The options are
   appended to the question as lines `A. text`.
 - MATH train gold: the official code takes the last `\\boxed{` up to the first `}`, which breaks on
-  nested braces; we match braces.
+  nested braces; we match braces (`load_task(..., math_gold="code")` / `task.math_gold=code` cuts as
+  the code did, for solutions whose answer is taken from the `\\boxed{}`).
 - GSM8K-Platinum: the paper gives no hub id; we use `madrylab/gsm8k-platinum` (config `main`,
   split `test`, 1,209 items; rows whose `cleaning_status` is `rejected` are dropped if present).
 """
@@ -74,6 +75,7 @@ from typing import Any
 
 from pods import registry
 from pods.textutil import last_boxed as extract_boxed  # the package's one \boxed{} extractor
+from pods.textutil import last_boxed_code
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Shared, read-only data next to the repository (../shared/data relative to the repo root).
@@ -103,6 +105,7 @@ SYSTEM_PROMPT_OPENR1 = (
 SPLITS = ("train", "test")
 # Task and prompt-style names: pods.registry owns them (one record per task: name, description, kind).
 PROMPT_STYLES = registry.PROMPT_STYLES
+MATH_GOLD = registry.MATH_GOLD
 SYNTHETIC_TASKS = registry.SYNTHETIC_TASKS
 TASKS = registry.TASK_NAMES
 
@@ -325,14 +328,17 @@ def _gsm8k_rows(rows: list[dict], task: str, split: str, src: str) -> list[dict]
     return out
 
 
-def _math_rows(rows: list[dict], task: str, split: str, src: str) -> list[dict]:
+def _math_rows(rows: list[dict], task: str, split: str, src: str, math_gold: str = "balanced") -> list[dict]:
+    if math_gold not in MATH_GOLD:
+        raise DataError(f"unknown math_gold {math_gold!r}; choose one of {', '.join(MATH_GOLD)}")
+    extract = last_boxed_code if math_gold == "code" else extract_boxed
     out = []
     for i, r in enumerate(rows):
         where = f"{src} row {i}"
         question = _require(r, ("problem", "question"), where)
         answer = r.get("answer")
         if answer is None:
-            answer = extract_boxed(_require(r, ("solution",), where))
+            answer = extract(_require(r, ("solution",), where))
             if answer is None:
                 continue  # a solution without a \boxed{} has no gold answer to grade against
         out.append({"question": question, "answer": str(answer), "id": r.get("unique_id") or f"{task}-{split}-{i}"})
@@ -388,14 +394,14 @@ def _hub_rows(hub_id: str, config: str | None, split: str) -> list[dict]:
     return list(datasets.load_dataset(hub_id, config, split=split))
 
 
-def _load_real(task: str, split: str, path: str | Path | None) -> list[dict]:
+def _load_real(task: str, split: str, path: str | Path | None, math_gold: str = "balanced") -> list[dict]:
     if path is not None:
         src = Path(path)
         rows = _read_jsonl(src)
         if task in ("gsm8k", "gsm8k_platinum"):
             return _gsm8k_rows(rows, task, split, str(src))
         if task == "math":
-            return _math_rows(rows, task, split, str(src))
+            return _math_rows(rows, task, split, str(src), math_gold)
         # chemistry: a local file is already this split; keep only the letter items.
         return _chem_rows(rows, task, split, str(src), filter_l3=False)
 
@@ -425,7 +431,7 @@ def _load_real(task: str, split: str, path: str | Path | None) -> list[dict]:
             # PAPER.md §7: the 7 subsets concatenated, shuffle(seed=42).
             return list(datasets.concatenate_datasets(parts).shuffle(seed=42))
 
-        return _math_rows(_load_hub(task, split, train_rows, hub), task, split, hub)
+        return _math_rows(_load_hub(task, split, train_rows, hub), task, split, hub, math_gold)
     # chemistry
     hub = "hicai-zju/SciKnowEval"
     rows = _load_hub(task, split, lambda: _hub_rows(hub, None, "test"), hub)
@@ -469,6 +475,7 @@ def load_task(
     max_prompt_length: int | None = None,
     limit: int | None = None,
     seed: int = 0,
+    math_gold: str = "balanced",
 ) -> list[dict]:
     """Records {prompt, answer, id, question[, solution]} of one split of a task.
 
@@ -476,6 +483,8 @@ def load_task(
     tokenizer + max_prompt_length: drop prompts longer than max_prompt_length tokens (PAPER.md §3.4).
     limit: keep the first `limit` records (after filtering).
     seed: order of the generated synthetic training set (test sets never depend on it).
+    math_gold: "balanced" (matched braces) or "code" (the authors' first-"}" cut) for MATH answers taken
+    from a solution's last \\boxed{} (the training split; MATH-500's bare answers are unaffected).
     """
     if name not in TASKS:
         raise DataError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
@@ -500,7 +509,7 @@ def load_task(
             for i, r in enumerate(rows)
         ]
     else:
-        records = _load_real(name, split, path)
+        records = _load_real(name, split, path, math_gold)
     if not records:
         raise DataError(f"task {name!r} split {split!r} has no usable records (source: {path or 'default'})")
 

@@ -120,10 +120,11 @@ class HFGenerator:
     counts of the last call are in ``self.last_lengths`` (same layout as the return value).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, top_p: float = 1.0, batch_rows: int | None = None):
+    def __init__(self, model: Any, tokenizer: Any, top_p: float = 1.0, batch_rows: int | None = None, top_k: int = 0):
         self.model = model
         self.tokenizer = tokenizer
         self.top_p = top_p
+        self.top_k = top_k  # 0 = off
         self.batch_rows = batch_rows or EVAL_BATCH_ROWS
         self.last_lengths: list[list[int]] = []
         eos = getattr(model.generation_config, "eos_token_id", None) or tokenizer.eos_token_id
@@ -139,7 +140,7 @@ class HFGenerator:
             do_sample=sampling,
             temperature=temperature if sampling else None,
             top_p=self.top_p if sampling else None,
-            top_k=0 if sampling else None,
+            top_k=self.top_k if sampling else None,
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_ids or None,
             bos_token_id=self.tokenizer.bos_token_id,
@@ -202,7 +203,9 @@ class VLLMGenerator:
     machines (vLLM cannot be installed there).
     """
 
-    def __init__(self, llm: Any, tokenizer: Any, top_p: float = 1.0, gpu_memory_utilization: float = 0.5):
+    def __init__(
+        self, llm: Any, tokenizer: Any, top_p: float = 1.0, gpu_memory_utilization: float = 0.5, top_k: int = 0
+    ):
         try:
             import vllm
         except ImportError as e:
@@ -213,6 +216,7 @@ class VLLMGenerator:
         self._vllm = vllm
         self.tokenizer = tokenizer
         self.top_p = top_p
+        self.top_k = top_k  # 0 = off (vLLM: 0 or -1 disables top-k)
         self.llm = (
             llm
             if not isinstance(llm, (str, os.PathLike))
@@ -224,7 +228,12 @@ class VLLMGenerator:
         self, prompts: Sequence[Any], n: int, temperature: float, max_tokens: int, seed: int | None = None
     ) -> list[list[str]]:
         params = self._vllm.SamplingParams(
-            n=n, temperature=temperature, top_p=self.top_p, max_tokens=max_tokens, seed=seed
+            n=n,
+            temperature=temperature,
+            top_p=self.top_p,
+            max_tokens=max_tokens,
+            seed=seed,
+            **({"top_k": self.top_k} if self.top_k else {}),
         )
         token_prompts = [{"prompt_token_ids": ids} for ids in _encode_prompts(self.tokenizer, prompts)]
         outs = self.llm.generate(token_prompts, sampling_params=params, use_tqdm=False)
@@ -244,6 +253,7 @@ def evaluate_policy(
     max_tokens: int,
     seed: int = 0,
     variant: str = "paper",
+    metric: str = "paper",
     process_index: int = 0,
     num_processes: int = 1,
     gather: Any = None,
@@ -270,7 +280,7 @@ def evaluate_policy(
         lengths = getattr(generator, "last_lengths", None) or [[0] * repeats for _ in chunk]
         for i, (ex, outs) in enumerate(zip(chunk, texts, strict=True)):
             for j, text in enumerate(outs):
-                d = eval_metrics(text, ex["answer"], task, variant)
+                d = eval_metrics(text, ex["answer"], task, variant, metric)
                 scores = (d["accuracy"], d["format_accuracy"], d["both_accuracy"], lengths[i][j])
                 mine.append((start + i, *(float(s) for s in scores)))
     rows = gather(mine) if gather is not None and num_processes > 1 else mine
@@ -317,7 +327,12 @@ def evaluate(run_dir: str | os.PathLike, overrides: Sequence[str] = ()) -> dict:
         tokenizer.pad_token = tokenizer.eos_token
     model.eval()
     gen: Generator
-    gen = VLLMGenerator(str(final), tokenizer) if cfg.rollout.backend == "vllm" else HFGenerator(model, tokenizer)
+    top_k = cfg.rollout.top_k
+    gen = (
+        VLLMGenerator(str(final), tokenizer, top_k=top_k)
+        if cfg.rollout.backend == "vllm"
+        else HFGenerator(model, tokenizer, top_k=top_k)
+    )
     logger = RunLogger(run_dir)
     out = {}
     for name, examples in load_eval_sets(cfg, tokenizer):
@@ -331,6 +346,7 @@ def evaluate(run_dir: str | os.PathLike, overrides: Sequence[str] = ()) -> dict:
             cfg.eval.max_completion_length,
             seed=mix_seed(cfg.seed, 0xF1),
             variant=cfg.task.reward,
+            metric=cfg.eval.metric,
         )
         res["eval_time_s"] = time.perf_counter() - t0
         out[name] = res

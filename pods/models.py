@@ -638,8 +638,14 @@ def load_policy(
     device: str = "cpu",
     lora: Any = None,
     attn_implementation: str | None = None,
+    load_in_4bit: bool = False,
+    gradient_checkpointing: bool = False,
 ) -> tuple[Any, Any]:
-    """(model, tokenizer) for a spec; see the module docstring. lora: None | dict | config object."""
+    """(model, tokenizer) for a spec; see the module docstring. lora: None | dict | config object.
+
+    load_in_4bit: QLoRA as the authors' (a)-(d) code: NF4 base weights (bitsandbytes), bf16 compute, LoRA
+    adapters on top (peft ``prepare_model_for_kbit_training``); needs CUDA and LoRA.
+    """
     from transformers import AutoModelForCausalLM
 
     if dtype not in DTYPES:
@@ -650,6 +656,8 @@ def load_policy(
     kwargs: dict[str, Any] = {"dtype": DTYPES[dtype]}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
+    if load_in_4bit:
+        kwargs.update(_quantization_kwargs(device, dtype, lora))
     try:
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
         tokenizer = load_tokenizer(source)
@@ -661,12 +669,34 @@ def load_policy(
             "Download it on a machine with hub access (huggingface-cli download ...) and pass the local "
             "directory as policy.model=PATH, or set HF_HOME to a cache that holds it."
         ) from e
-    model.to(device)
+    if load_in_4bit:
+        from peft import prepare_model_for_kbit_training
+
+        # Freezes the 4-bit base, casts the remaining float weights (norms) to fp32, enables input grads.
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+    else:
+        model.to(device)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     args = _lora_args(lora)
     if args is not None:
         model = apply_lora(model, **args)
     return model, tokenizer
+
+
+def _quantization_kwargs(device: str, dtype: str, lora: Any) -> dict[str, Any]:
+    """from_pretrained arguments of a 4-bit NF4 base (the authors' ``load_in_4bit: true``)."""
+    if not (str(device).startswith("cuda") and torch.cuda.is_available()):
+        raise PolicyError(
+            "policy.load_in_4bit=true needs a CUDA GPU (bitsandbytes 4-bit kernels); set policy.load_in_4bit=false "
+            "on this machine"
+        )
+    if _lora_args(lora) is None:
+        raise PolicyError("policy.load_in_4bit=true trains LoRA adapters on a frozen 4-bit base: enable policy.lora")
+    from transformers import BitsAndBytesConfig
+
+    compute = DTYPES[dtype] if dtype in ("bfloat16", "float16") else torch.bfloat16
+    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute)
+    return {"quantization_config": quant, "device_map": {"": torch.cuda.current_device()}}
 
 
 # ----------------------------------------------------------------------------------------------

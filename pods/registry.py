@@ -70,7 +70,15 @@ NORMALIZE = ("after", "before")
 BACKENDS = ("hf", "vllm")
 OPTIMIZERS = ("adamw_torch", "adamw_8bit")
 SCHEDULERS = ("constant", "cosine", "linear")
-AGGREGATIONS = ("sequence", "token")
+AGGREGATIONS = ("sequence", "token", "token_group")
+LOGPROB_TEMPERATURES = ("sampling", "none")
+"""optim.logprob_temperature: log-probs of logits / T (TRL, the (e)-(f) code) or of raw logits ((a)-(d) code)."""
+EVAL_METRICS = ("paper", "code")
+"""eval.metric: the training reward's accuracy rule, or the authors' lenient utils/eval.py rule."""
+MATH_GOLD = ("balanced", "code")
+"""task.math_gold: \\boxed{} with matched braces, or cut at the first '}' as the authors' code."""
+FIDELITY = ("paper", "code")
+"""Top-level `fidelity`: the paper's text (default) or the authors' code (pods.fidelity)."""
 DEVICES = ("auto", "cpu", "cuda")
 GPU_ATTENTION = ("flash_attention_2", "flash_attention_3")
 ATTENTION = (*GPU_ATTENTION, "sdpa", "eager")
@@ -233,6 +241,12 @@ NAME_VOCAB: dict[str, str] = {
     "eval.repeats": "evalrep",
     "eval.temperature": "evaltemp",
     "eval.max_completion_length": "evallen",
+    # fidelity options (pods.fidelity)
+    "rollout.top_k": "topk",
+    "rollout.vllm_is_correction": "isc",
+    "optim.logprob_temperature": "lpt",
+    "task.math_gold": "gold",
+    "eval.metric": "evalmetric",
 }
 SHORT_KEYS: dict[str, str] = {short: key for key, short in NAME_VOCAB.items()}
 """Short name -> dotted trainer key (the sheet's `extra` tokens, e.g. ga~16 -> optim.grad_accum=16)."""

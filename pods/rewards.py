@@ -125,6 +125,7 @@ __all__ = [
     "answer_block",
     "completion_text",
     "eval_format",
+    "code_eval_accuracy",
     "eval_metrics",
     "extract_gold",
     "format_reward",
@@ -521,16 +522,42 @@ def score(completion: str, answer: str, task: str, variant: str = "paper") -> di
     return {"accuracy": acc, "format": fmt, "tags": tags, "total": acc + fmt + tags}
 
 
-def eval_metrics(completion: str, answer: str, task: str, variant: str = "paper") -> dict[str, float]:
+EVAL_METRICS = ("paper", "code")
+
+
+def eval_metrics(
+    completion: str, answer: str, task: str, variant: str = "paper", metric: str = "paper"
+) -> dict[str, float]:
     """Evaluation metrics of one completion (PAPER.md §3.4, official ``utils/eval.py``).
 
-    ``accuracy``: the variant's accuracy; ``format_accuracy``: :func:`eval_format`; ``both_accuracy``:
-    both. The paper plots ``accuracy`` (ans_acc) for settings (a), (c) and the ablations and
-    ``both_accuracy`` for Llama (b).
+    ``accuracy``: with ``metric="paper"`` the reward variant's accuracy; with ``metric="code"`` the
+    authors' ``utils/eval.py`` ``ans_acc`` for the gsm8k/math family: correct if the whole text, the
+    answer block or the last number-like token (``[0-9.,]+``) matches the gold (our normaliser standing
+    in for their TURN grader, as in the code_* variants); letter and integer tasks keep their rule.
+    ``format_accuracy``: :func:`eval_format`; ``both_accuracy``: both. The paper plots ``accuracy``
+    (ans_acc) for settings (a), (c) and the ablations and ``both_accuracy`` for Llama (b).
     """
-    acc = score(completion, answer, task, variant)["accuracy"]
+    if metric not in EVAL_METRICS:
+        raise ValueError(f"unknown evaluation metric {metric!r}; choose one of: {', '.join(EVAL_METRICS)}")
+    if metric == "code" and task in _MATH_TASKS:
+        acc = code_eval_accuracy(_as_text(completion), answer, task)
+    else:
+        acc = score(completion, answer, task, variant)["accuracy"]
     fmt = eval_format(_as_text(completion))
     return {"accuracy": acc, "format_accuracy": fmt, "both_accuracy": acc * fmt}
+
+
+def code_eval_accuracy(text: str, answer: str, task: str) -> float:
+    """The authors' ``ans_acc`` (``utils/eval.py``): whole text, answer block or last number matches."""
+    gold = extract_gold(answer, task)
+    try:
+        return _code_correct(text, gold, _LASTNUM_HEAD)
+    except WorkerStartError:
+        raise
+    except Exception:  # as score(): never raise on a completion's content
+        verifier.count("internal_error")
+        log.exception("code evaluation failed on a %d-char completion; scoring it 0", len(text))
+        return 0.0
 
 
 # ----------------------------------------------------------------------------------------------

@@ -147,6 +147,7 @@ class RunController(TrainerCallback):
                     ecfg.max_completion_length,
                     seed=mix_seed(self.cfg.seed, step, d_idx, 0xE7),
                     variant=self.cfg.task.reward,
+                    metric=self.cfg.eval.metric,
                     process_index=tr.accelerator.process_index,
                     num_processes=tr.accelerator.num_processes,
                     gather=gather_object,
@@ -336,11 +337,6 @@ def _distributed_state(cfg: TrainConfig, use_cuda: bool) -> Any:
             f"{cfg.hardware.num_processes}; set hardware.num_processes={dist.num_processes} or launch with "
             f"accelerate launch --num_processes {cfg.hardware.num_processes}"
         )
-    if getattr(cfg.policy, "load_in_4bit", False):
-        raise ValueError(
-            "policy.load_in_4bit=true is not supported by pods.models.load_policy yet; set "
-            "policy.load_in_4bit=false (bf16 LoRA, as the paper describes)"
-        )
     return dist
 
 
@@ -389,6 +385,8 @@ def build_run(
         device="cuda" if use_cuda else "cpu",
         lora=cfg.policy.lora,
         attn_implementation=cfg.policy.attn_implementation,
+        load_in_4bit=cfg.policy.load_in_4bit,
+        gradient_checkpointing=cfg.policy.gradient_checkpointing and use_cuda,
     )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -400,6 +398,7 @@ def build_run(
         tokenizer=tokenizer,
         max_prompt_length=cfg.task.max_prompt_length,
         seed=cfg.seed,
+        math_gold=cfg.task.math_gold,
     )
     eval_sets = load_eval_sets(cfg, tokenizer)
     max_steps, scheduler_steps = step_plan(cfg, len(train_records))

@@ -5,7 +5,7 @@ Tests: ``pytest tests/test_rewards.py -k boxed tests/test_data.py -k boxed``.
 
 from __future__ import annotations
 
-__all__ = ["last_boxed"]
+__all__ = ["last_boxed", "last_boxed_code"]
 
 
 def last_boxed(text: str) -> str | None:
@@ -29,3 +29,17 @@ def last_boxed(text: str) -> str | None:
             if depth == 0:
                 return text[i:j]
     return None
+
+
+def last_boxed_code(text: str) -> str | None:
+    """The authors' MATH gold (``utils/data.py``): after the last ``\\boxed{`` up to the FIRST ``}``.
+
+    ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1``, which no completion matches (``task.math_gold=code``
+    reproduces that). None without a ``\\boxed{`` or a closing ``}``.
+    """
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    i = start + len("\\boxed{")
+    j = text.find("}", i)
+    return None if j < 0 else text[i:j]

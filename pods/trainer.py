@@ -61,9 +61,19 @@ Departures from the paper / official code, and choices where the sources are sil
 - The authors' (e)-(f) LR schedule spans one data epoch (``num_train_epochs: 1``); a non-constant
   schedule here spans ``optim.scheduler_steps``, else ``budget.max_steps``, else one epoch of the
   training prompts (where training then stops); a constant schedule runs until the time budget.
-- With ``beta != 0`` TRL computes reference log-probs for all n rollouts before the hook drops n - m
-  of them: extra compute, same result. Padding columns of the dropped rows are kept (as in the
-  authors' code), so the update's tensors are as wide as the longest of the n completions.
+- No forward pass runs over rollouts that PODS discards (the authors' code computed the reference
+  log-probs on the m kept rows only): TRL's no-grad forwards (reference log-probs when ``beta != 0``;
+  old log-probs and the vLLM importance-sampling ratio when ``rollout.vllm_is_correction`` is on) are
+  switched off for the duration of TRL's scoring and run by :meth:`PODSGRPOTrainer._pods_kept_forwards`
+  on the kept rows after down-sampling. The importance-sampling correction is off by default (the
+  authors' code has no such term; TRL 1.16 turns it on for vLLM). Padding columns of the dropped rows
+  are kept (as in the authors' code), so the update's tensors are as wide as the longest of the n
+  completions.
+- ``optim.logprob_temperature=none`` scores log-probs on the raw logits (the authors' (a)-(d) code);
+  TRL divides by the sampling temperature, which it bakes into the fused LM head it installs at
+  construction, so the trainer re-installs that head with temperature 1 (:func:`reinstall_lm_head`).
+- ``optim.aggregation=token_group`` is the token mean per micro-batch with whole prompt groups per
+  micro-batch (the authors' (e)-(f) code): TRL's shuffle of the rows across micro-batches is skipped.
 """
 
 from __future__ import annotations
@@ -83,7 +93,9 @@ from typing import Any
 import torch
 from trl import GRPOConfig, GRPOTrainer
 from trl.models import unwrap_model_for_generation
-from trl.trainer.utils import RepeatSampler
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer import grpo_trainer as _trl_grpo
+from trl.trainer.utils import RepeatSampler, add_fused_lm_head, use_adapter
 
 from pods.config import TrainConfig
 from pods.evaluation import Generator, HFGenerator, VLLMGenerator, mix_seed
@@ -108,7 +120,7 @@ __all__ = [
 ]
 
 DEBUG_ENV = "PODS_DEBUG_DUMP"  # directory: per-step selection dumps (selection_rank{r}.jsonl)
-LOSS_TYPES = {"sequence": "grpo", "token": "bnpo"}  # pods aggregation -> TRL loss_type
+LOSS_TYPES = {"sequence": "grpo", "token": "bnpo", "token_group": "bnpo"}  # pods aggregation -> TRL loss_type
 ADV_EPS = 1e-4  # std epsilon of the authors' code and of TRL
 BIG_STEPS = 10**7  # "no step cap" for time-budgeted runs (HF needs a finite max_steps)
 
@@ -130,7 +142,22 @@ TRL_HOOKS: dict[str, tuple[str, ...]] = {
     ),
     "_compute_loss": ("self", "model", "inputs"),
     "_get_train_sampler": ("self", "dataset"),
+    "_prepare_inputs": ("self", "generation_batch"),
+    "_get_per_token_logps_and_entropies": ("self", "model", "input_ids", "attention_mask", "logits_to_keep"),
 }
+# Fidelity hooks (see the module docstring): what TRL 1.16's source must still say for them to work.
+# (function, text its source must contain, why the hook needs it)
+TRL_SOURCE_FACTS: tuple[tuple[str, str, str], ...] = (
+    ("_generate_and_score_completions", "if self.beta != 0.0:", "reference log-probs are gated on self.beta"),
+    (
+        "_generate_and_score_completions",
+        "self.use_vllm and self.vllm_importance_sampling_correction",
+        "old log-probs / IS ratio are gated on self.vllm_importance_sampling_correction",
+    ),
+    ("__init__", "temperature=self.temperature", "the fused LM head bakes the sampling temperature in at init"),
+    ("_prepare_inputs", "shuffle_sequence_dict(generation_batch)", "rows are shuffled across micro-batches there"),
+)
+ADD_FUSED_LM_HEAD_PARAMS = ("model", "temperature", "cast_lm_head_to_fp32", "outputs")
 # Keys of the dict returned by _generate_and_score_completions: per-row (cut to the kept rows) and
 # batch-level scalars (recomputed). Any other key is an error: we would not know how to cut it.
 ROW_KEYS = tuple(
@@ -148,7 +175,9 @@ HF_PRIVATE_METHODS: dict[str, tuple[str, ...]] = {
 # with use_vllm=True); checked in the source of __init__ and, after construction, on the instance.
 TRL_INIT_ATTRS = tuple(
     "num_generations reward_weights reward_func_names use_vllm use_transformers_continuous_batching "
-    "multi_objective_aggregation shuffle_dataset num_iterations _metrics vllm_generation _last_loaded_step".split()
+    "multi_objective_aggregation shuffle_dataset num_iterations _metrics vllm_generation _last_loaded_step "
+    "beta ref_model top_k vllm_importance_sampling_correction vllm_importance_sampling_mode "
+    "vllm_importance_sampling_clip_min vllm_importance_sampling_clip_max".split()
 )
 VLLM_ONLY_ATTRS = ("vllm_generation", "_last_loaded_step")
 # Attributes set outside GRPOTrainer.__init__ (HF Trainer), checked on the instance only.
@@ -193,6 +222,25 @@ def check_trl_compat(
                     f"trl.GRPOTrainer.__init__ no longer sets self.{attr} (trl {_trl_version()}); the PODS hook in "
                     "pods/trainer.py reads it. Pin trl==1.16.0 or port PODSGRPOTrainer."
                 )
+    for name, text, why in TRL_SOURCE_FACTS:
+        src = _source(getattr(cls, name, None))
+        if src is not None and text not in src:
+            raise TRLCompatError(
+                f"trl.GRPOTrainer.{name} no longer contains {text!r} (trl {_trl_version()}): {why}, and the PODS "
+                "fidelity hooks in pods/trainer.py rely on it. Pin trl==1.16.0 or port PODSGRPOTrainer."
+            )
+    if not callable(getattr(_trl_grpo, "shuffle_sequence_dict", None)):
+        raise TRLCompatError(
+            f"trl.trainer.grpo_trainer.shuffle_sequence_dict is gone (trl {_trl_version()}); "
+            "optim.aggregation=token_group switches it off. Pin trl==1.16.0 or port PODSGRPOTrainer._prepare_inputs."
+        )
+    fused_params = tuple(inspect.signature(add_fused_lm_head).parameters)
+    if fused_params[: len(ADD_FUSED_LM_HEAD_PARAMS)] != ADD_FUSED_LM_HEAD_PARAMS:
+        raise TRLCompatError(
+            f"trl.trainer.utils.add_fused_lm_head changed signature (trl {_trl_version()}): expected "
+            f"{ADD_FUSED_LM_HEAD_PARAMS}, found {fused_params}; optim.logprob_temperature=none re-installs the "
+            "head with it. Pin trl==1.16.0 or port pods.trainer.reinstall_lm_head."
+        )
     _check_params("trl.trainer.utils.RepeatSampler.__init__", sampler_cls.__init__, REPEAT_SAMPLER_PARAMS)
     params = tuple(inspect.signature(unwrap).parameters)
     missing = [p for p in UNWRAP_PARAMS if p not in params]
@@ -361,6 +409,8 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_max_steps: bounds the sampler length (the run's max_steps).
         pods_scheduler_steps: horizon of the LR schedule (default: max_steps).
         pods_seeded_generation: sample each prompt group under its own seed (HF backend only).
+        pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
+        pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
     """
 
     def __init__(
@@ -374,9 +424,18 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_max_steps: int | None = None,
         pods_scheduler_steps: int | None = None,
         pods_seeded_generation: bool = True,
+        pods_logprob_temperature: str = "sampling",
+        pods_keep_groups: bool = False,
         **kwargs: Any,
     ):
         check_trl_compat()
+        if pods_logprob_temperature not in ("sampling", "none"):
+            raise ValueError(
+                f"pods_logprob_temperature={pods_logprob_temperature!r}: use 'sampling' (TRL: log-probs of the "
+                "logits divided by the sampling temperature) or 'none' (raw logits, the authors' (a)-(d) code)"
+            )
+        self.pods_logprob_temperature = pods_logprob_temperature
+        self.pods_keep_groups = bool(pods_keep_groups)
         self.pods_m = int(pods_m)
         self.pods_rule = pods_rule
         self.pods_normalize = pods_normalize
@@ -411,6 +470,8 @@ class PODSGRPOTrainer(GRPOTrainer):
             raise ValueError("PODS selects on the summed reward; use multi_objective_aggregation='sum_then_normalize'")
         if self.num_iterations != 1:
             raise ValueError("PODS runs one update per generation (num_iterations=1), as every setting of the paper")
+        if self.pods_logprob_temperature == "none":
+            reinstall_lm_head(self, temperature=1.0)
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         # The LR schedule may span a different horizon than the step cap (see _step_plan).
@@ -486,11 +547,32 @@ class PODSGRPOTrainer(GRPOTrainer):
         return rewards_per_func
 
     # -- PODS: down-sample the scored batch, recompute advantages -----------------------------
+    def _prepare_inputs(self, generation_batch):
+        if not (self.pods_keep_groups and self.model.training):
+            return super()._prepare_inputs(generation_batch)
+        # token_group: TRL shuffles the kept rows across the GA micro-batches before splitting them; without
+        # the shuffle, micro-batch k holds the k-th kept group of each local prompt (one group with one prompt
+        # per process, as in every paper setting), as the authors' (e)-(f) code split them.
+        shuffle = _trl_grpo.shuffle_sequence_dict
+        _trl_grpo.shuffle_sequence_dict = _identity
+        try:
+            return super()._prepare_inputs(generation_batch)
+        finally:
+            _trl_grpo.shuffle_sequence_dict = shuffle
+
     def _generate_and_score_completions(self, inputs):
         self._pods_rewards_per_func = None
-        batch = super()._generate_and_score_completions(inputs)
         if not self.model.training:
-            return batch
+            return super()._generate_and_score_completions(inputs)
+        # PODS: no forward over rollouts that are about to be dropped. TRL's no-grad forwards (reference
+        # log-probs, vLLM old log-probs / IS ratio) are switched off while it generates and scores, and run
+        # on the kept rows below (_pods_kept_forwards).
+        beta, is_correction = self.beta, self.vllm_importance_sampling_correction
+        self.beta, self.vllm_importance_sampling_correction = 0.0, False
+        try:
+            batch = super()._generate_and_score_completions(inputs)
+        finally:
+            self.beta, self.vllm_importance_sampling_correction = beta, is_correction
         rewards_per_func = self._pods_rewards_per_func
         if rewards_per_func is None:
             raise TRLCompatError(
@@ -522,6 +604,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         )
         # PODS: the loss normaliser counts only kept tokens (used by TRL's dapo/cispo losses).
         kept["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        self._pods_kept_forwards(kept)
 
         kept_rewards_G_M = rewards_G_N.gather(1, keep_G_M)
         kept_len = self.accelerator.gather(kept["completion_mask"].sum(1).float()).mean().item()
@@ -544,6 +627,55 @@ class PODSGRPOTrainer(GRPOTrainer):
         if os.environ.get(DEBUG_ENV):
             self._dump_selection(kept, rows_B)
         return kept
+
+    def _pods_kept_forwards(self, kept: dict) -> None:
+        """The no-grad forwards TRL would have run over all n rollouts, on the kept rows only (in place).
+
+        Reference log-probs when ``beta != 0`` (as the authors' code: m rows per group); with vLLM and the
+        importance-sampling correction on, the current policy's log-probs and TRL's truncated/masked ratio
+        exp(logp_train - logp_vLLM), per token or per sequence as ``vllm_importance_sampling_mode`` says.
+        """
+        use_is = bool(self.use_vllm and self.vllm_importance_sampling_correction)
+        if self.beta == 0.0 and not use_is:
+            return
+        ids = torch.cat([kept["prompt_ids"], kept["completion_ids"]], dim=1)
+        mask = torch.cat([kept["prompt_mask"], kept["completion_mask"]], dim=1)
+        width = kept["completion_ids"].size(1)
+        chunk = self.args.per_device_train_batch_size
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            if use_is:
+                old_logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width, chunk)
+                kept["old_per_token_logps"] = old_logps
+                kept["importance_sampling_ratio"] = self._pods_is_ratio(kept, old_logps)
+            if self.beta != 0.0:
+                if self.ref_model is not None:
+                    ref, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, mask, width, chunk)
+                else:  # a PEFT policy: the base (adapters off) or an initial "ref" adapter is the reference
+                    unwrapped = self.accelerator.unwrap_model(self.model)
+                    name = "ref" if "ref" in unwrapped.peft_config else None
+                    with use_adapter(unwrapped, adapter_name=name):
+                        ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width, chunk)
+                kept["ref_per_token_logps"] = ref
+
+    def _pods_is_ratio(self, kept: dict, old_logps: torch.Tensor) -> torch.Tensor:
+        """TRL 1.16's vLLM importance-sampling ratio on the kept rows (its four modes)."""
+        sampling = kept.get("sampling_per_token_logps")
+        if sampling is None:
+            raise TRLCompatError("vLLM returned no sampling log-probs; turn rollout.vllm_is_correction off")
+        loss_mask = (
+            kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
+        )
+        diff = torch.nan_to_num((old_logps - sampling) * loss_mask, nan=0.0)  # unscored tokens: ratio 1
+        mode = self.vllm_importance_sampling_mode
+        if mode not in ("sequence_mask", "sequence_truncate", "token_mask", "token_truncate"):
+            raise ValueError(f"unknown vllm_importance_sampling_mode {mode!r}")
+        ratio = torch.exp(diff.sum(dim=-1, keepdim=True) if mode.startswith("sequence") else diff)
+        lo, hi = self.vllm_importance_sampling_clip_min, self.vllm_importance_sampling_clip_max
+        if mode.endswith("truncate"):
+            return torch.clamp(ratio, min=lo, max=hi)
+        lo = -float("inf") if lo is None else lo
+        hi = float("inf") if hi is None else hi
+        return ratio.masked_fill((ratio < lo) | (ratio > hi), 0.0)
 
     def _dump_selection(self, kept: dict, rows_B: torch.Tensor) -> None:
         """Append this step's selection to $PODS_DEBUG_DUMP/selection_rank{r}.jsonl (tests, debugging)."""
@@ -586,14 +718,14 @@ class PODSGRPOTrainer(GRPOTrainer):
                 if self.state.global_step != getattr(self, "_last_loaded_step", -1):
                     self.vllm_generation.sync_weights()
                     self._last_loaded_step = self.state.global_step
-                yield VLLMGenerator(self.vllm_generation.llm, self.processing_class, top_p=1.0)
+                yield VLLMGenerator(self.vllm_generation.llm, self.processing_class, top_p=1.0, top_k=self.top_k)
             else:
                 with unwrap_model_for_generation(
                     self.model_wrapped,
                     self.accelerator,
                     gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
                 ) as unwrapped:
-                    yield HFGenerator(unwrapped, self.processing_class, top_p=1.0)
+                    yield HFGenerator(unwrapped, self.processing_class, top_p=1.0, top_k=self.top_k)
         finally:
             if was_training:
                 model.train()
@@ -614,6 +746,28 @@ class PODSGRPOTrainer(GRPOTrainer):
 
         for cb in (PrinterCallback, ProgressCallback):
             self.remove_callback(cb)
+
+
+def _identity(batch: dict) -> dict:
+    return batch
+
+
+def reinstall_lm_head(trainer: GRPOTrainer, temperature: float) -> None:
+    """Re-install TRL's fused LM head on the policy (and reference) with another log-prob temperature.
+
+    TRL 1.16 installs it in ``GRPOTrainer.__init__`` with the *sampling* temperature, so every log-prob
+    (loss, KL, IS ratio) is of softmax(z / T). The new head wraps the old forward; generation
+    (``fused_lm_head=False``) still reaches the model's own forward and samples at T.
+    """
+    from accelerate.utils import is_peft_model
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    base = model.get_base_model() if is_peft_model(model) else model  # where TRL installed it
+    cast = bool(getattr(trainer.args, "cast_lm_head_to_fp32", False))
+    add_fused_lm_head(base, temperature=temperature, cast_lm_head_to_fp32=cast, outputs=("log_probs", "entropy"))
+    if trainer.ref_model is not None:
+        ref = trainer.accelerator.unwrap_model(trainer.ref_model)
+        add_fused_lm_head(ref, temperature=temperature, cast_lm_head_to_fp32=cast)
 
 
 # --------------------------------------------------------------------------------------------
@@ -644,11 +798,14 @@ def build_grpo_config(
         # sampling
         temperature=ro.temperature,
         top_p=ro.top_p,
-        top_k=0,
+        top_k=ro.top_k,  # 0 = off (the paper; the (a)-(d) code); the (e)-(f) code sampled with TRL's old default 50
         max_completion_length=ro.max_completion_length,
         use_vllm=ro.backend == "vllm",
         vllm_mode="colocate",
         vllm_gpu_memory_utilization=ro.vllm_gpu_memory_utilization,
+        # TRL 1.16 turns this on for vLLM (an extra forward and a per-sequence reweighting); the authors' code
+        # has no such term. When on, PODS computes it on the kept rows only (PODSGRPOTrainer._pods_kept_forwards).
+        vllm_importance_sampling_correction=ro.vllm_is_correction,
         # objective
         loss_type=LOSS_TYPES[op.aggregation],
         beta=op.beta,
@@ -702,10 +859,17 @@ def step_plan(cfg: TrainConfig, n_train: int) -> tuple[int, int]:
     """(max_steps for HF, horizon of the LR schedule) in optimizer steps.
 
     A constant schedule runs until the time budget (or budget.max_steps). A decaying schedule needs a
-    horizon: optim.scheduler_steps, else budget.max_steps, else one pass over the training prompts (the
-    authors' (e) recipe: num_train_epochs 1); without budget.max_steps training stops at that horizon.
+    horizon: optim.scheduler_steps, else budget.max_steps, else one epoch as the authors' (e)-(f) code
+    counted it (num_train_epochs 1); without budget.max_steps training stops at that horizon.
+
+    The authors' epoch (docs/fidelity.md, "LR schedule"): HF sets max_steps = len(dataloader) // GA, and
+    their sampler yields one prompt per process per dataloader batch, so one epoch is
+    (training prompts per process) // GA optimizer steps (each step consumes GA batches but generates
+    from the first only): with GSM8K's 7,473 prompts on 8 processes, 934 // 4 = 233 steps for PODS and
+    934 // 16 = 58 for GRPO-GA (warmup ceil(0.1 x horizon) = 24 and 6). Here prompts_per_step counts
+    prompt groups over all processes, so the horizon is n_train // prompts_per_step // grad_accum.
     """
-    epoch = max(1, n_train // cfg.rollout.prompts_per_step)
+    epoch = max(1, n_train // cfg.rollout.prompts_per_step // cfg.optim.grad_accum)
     if cfg.optim.scheduler == "constant":
         max_steps = int(cfg.budget.max_steps or BIG_STEPS)
         return max_steps, max_steps
@@ -723,4 +887,6 @@ def pods_trainer_kwargs(cfg: TrainConfig, max_steps: int, scheduler_steps: int |
         "pods_seed": cfg.seed,
         "pods_max_steps": max_steps,
         "pods_scheduler_steps": scheduler_steps,
+        "pods_logprob_temperature": cfg.optim.logprob_temperature,
+        "pods_keep_groups": cfg.optim.aggregation == "token_group",
     }

@@ -44,6 +44,19 @@ if SCALE_NAME not in config["scales"]:
     )
 SCALE = config["scales"][SCALE_NAME]
 ROOT = SCALE["root"]
+
+# ---------------------------------------------------------------------------- fidelity switch
+# fidelity=code: every run as the authors' code ran it (pods/fidelity.py), under its own root.
+FIDELITY = config.get("fidelity", "paper")
+if FIDELITY not in registry.FIDELITY:
+    _fail(f"unknown fidelity {FIDELITY!r}: choose one of {list(registry.FIDELITY)} (snakemake --config fidelity=code)")
+if FIDELITY != "paper":
+    if SCALE_NAME != "paper":
+        _fail(
+            f"fidelity={FIDELITY} is defined for the paper settings only (the tiny analogues have no 4-bit "
+            "kernels, GSM8K/MATH or 8 GPUs): use --config scale=paper fidelity=code, or fidelity=paper"
+        )
+    ROOT = f"{ROOT}-{FIDELITY}"
 for _letter in SCALE.get("settings", {}):
     if _letter not in registry.SETTINGS:
         _fail(f"scales.{SCALE_NAME}.settings.{_letter}: no such setting in pods.registry.SETTINGS")
@@ -101,7 +114,8 @@ def _run_overrides(arm):
             f"scales.{SCALE_NAME} overrides {clash}, which the run sheet sets per arm: "
             "remove them from the scale (hyperparameters belong to the sheet or experiments/*.yaml)"
         )
-    return [f"{k}={_override_value(v)}" for k, v in {**sheet_part, **scale_part}.items()]
+    fidelity_part = {} if FIDELITY == "paper" else {"fidelity": FIDELITY}
+    return [f"{k}={_override_value(v)}" for k, v in {**fidelity_part, **sheet_part, **scale_part}.items()]
 
 
 def _build_runs(arms):

@@ -523,6 +523,11 @@ CHANGES = {
     "eval.repeats": 2,
     "eval.temperature": 0.5,
     "eval.max_completion_length": 64,
+    "rollout.top_k": 50,
+    "rollout.vllm_is_correction": None,  # needs rollout.backend=vllm (GPU)
+    "optim.logprob_temperature": "none",
+    "task.math_gold": "code",
+    "eval.metric": "code",
 }
 
 

@@ -123,10 +123,14 @@ def test_step_plan():
         class optim:
             scheduler = "constant"
             scheduler_steps = None
+            grad_accum = 1
 
     assert step_plan(C, 100)[0] >= 10**6  # constant schedule: run until the time budget
     C.optim.scheduler = "cosine"
     assert step_plan(C, 100) == (50, 50)  # one epoch of prompts (the authors' (e) recipe)
+    C.optim.grad_accum = 4
+    assert step_plan(C, 100) == (12, 12)  # the authors' epoch: dataloader batches // GA
+    C.optim.grad_accum = 1
     C.optim.scheduler_steps = 80
     assert step_plan(C, 100) == (80, 80)
     C.budget.max_steps = 30

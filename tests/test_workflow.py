@@ -460,3 +460,32 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
     assert (comp.setting, comp.metric, comp.dataset, comp.paper) == ("g", "accuracy", "arith_hard", 1.5)
     assert (comp.baseline["n"], comp.pods["n"]) == (8, 32)
     assert A.speedup_table(df, n_boot=50)["speedup"].tolist() == [3.0]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
+def test_fidelity_code_schedules_the_200_runs_as_the_authors_code_ran_them(workdir):
+    """`--config scale=paper fidelity=code`: the same 200 runs, under results/paper-code/, each resolved by
+    pods.fidelity (issue 11) and named as the trainer names it at that fidelity."""
+    from pods.config import load_config, run_name
+
+    res = snakemake(workdir, "-n", "-p", "--config", "scale=paper", "fidelity=code")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert job_counts(out)["train"] == 200
+    jobs = train_jobs(out)
+    assert len({j["summary"] for j in jobs}) == 200
+    seen = set()
+    for job in jobs:
+        summary = Path(job["summary"])
+        assert summary.parts[:3] == ("results", "paper-code", "runs"), summary
+        assert "fidelity=code" in job["args"]
+        key = (job["experiment"], tuple(a for a in job["args"] if not a.startswith(("seed=", "out_dir="))))
+        if key in seen:
+            continue
+        seen.add(key)
+        cfg = load_config(REPO / job["experiment"], job["args"], check_machine=False)
+        assert cfg.fidelity == "code"
+        assert run_name(cfg) == summary.parts[-3]
+    res = snakemake(workdir, "-n", "--config", "scale=tiny", "fidelity=code")
+    assert res.returncode != 0
+    assert "paper settings only" in res.stdout + res.stderr
