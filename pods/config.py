@@ -84,6 +84,8 @@ __all__ = [
     "OptimConfig",
     "PolicyConfig",
     "RolloutConfig",
+    "TRL_CONTROLLED",
+    "TRL_FIXED",
     "TaskConfig",
     "TrainConfig",
     "apply_overrides",
@@ -605,6 +607,9 @@ class TrainConfig(_Section):
     """Resume state."""
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
     """Devices and processes."""
+    trl: dict[str, Any] = field(default_factory=dict)
+    """Extra TRL GRPOConfig fields passed through as they are, e.g. {report_to: [tensorboard], log_completions: true}
+    (fields the package sets from its own options are refused, see TRL_CONTROLLED; not part of run names)."""
 
     def _check(self) -> None:
         if not _SETTING.match(self.setting):
@@ -638,6 +643,7 @@ class TrainConfig(_Section):
             )
         if self.hardware.device == "cpu":
             self._check_cpu_only(explicit=True)
+        check_trl_keys(self.trl)
 
     def _check_cpu_only(self, explicit: bool) -> None:
         """Options that need a CUDA GPU, checked against an explicit or detected CPU-only device."""
@@ -683,6 +689,94 @@ class TrainConfig(_Section):
         for key, value, bad, problem, fix in checks:
             if bad:
                 raise ConfigError(key, value, f"{problem}, but {where}", fix + gpu_cfg)
+
+
+# ----------------------------------------------------------------------------------------------
+# The `trl:` pass-through section: any GRPOConfig field, except those the package sets itself.
+
+# GRPOConfig fields that pods.trainer.build_grpo_config sets from a pods option: field -> option.
+TRL_CONTROLLED: dict[str, str] = {
+    "output_dir": "out_dir",
+    "per_device_train_batch_size": "rollout.prompts_per_step",
+    "generation_batch_size": "rollout.prompts_per_step",
+    "num_generations": "rollout.n",
+    "gradient_accumulation_steps": "optim.grad_accum",
+    "steps_per_generation": "optim.grad_accum",
+    "max_steps": "budget.max_steps",
+    "num_train_epochs": "budget.max_steps",
+    "temperature": "rollout.temperature",
+    "top_p": "rollout.top_p",
+    "max_completion_length": "rollout.max_completion_length",
+    "use_vllm": "rollout.backend",
+    "vllm_gpu_memory_utilization": "rollout.vllm_gpu_memory_utilization",
+    "loss_type": "optim.aggregation",
+    "beta": "optim.beta",
+    "epsilon": "optim.epsilon",
+    "epsilon_high": "optim.epsilon_high",
+    "learning_rate": "optim.lr",
+    "lr_scheduler_type": "optim.scheduler",
+    "warmup_steps": "optim.warmup_ratio",
+    "warmup_ratio": "optim.warmup_ratio",
+    "weight_decay": "optim.weight_decay",
+    "adam_beta1": "optim.adam_beta1",
+    "adam_beta2": "optim.adam_beta2",
+    "max_grad_norm": "optim.max_grad_norm",
+    "optim": "optim.optimizer",
+    "bf16": "policy.dtype",
+    "fp16": "policy.dtype",
+    "activation_checkpointing": "policy.gradient_checkpointing",
+    "gradient_checkpointing": "policy.gradient_checkpointing",
+    "use_cpu": "hardware.device",
+    "seed": "seed",
+    "save_steps": "checkpoint.every_steps",
+    "reward_weights": "task.reward",
+}
+# GRPOConfig fields build_grpo_config fixes: field -> (value, why). A `trl:` entry may only repeat the value.
+TRL_FIXED: dict[str, tuple[Any, str]] = {
+    "top_k": (0, "the paper samples with top-k off"),
+    "num_iterations": (1, "PODS runs one update per generation, as every setting of the paper"),
+    "vllm_mode": ("colocate", "the run colocates vLLM with training (rollout.backend=vllm)"),
+    "scale_rewards": ("group", "PODS recomputes the advantages itself (rollout.normalize)"),
+    "use_bias_correction_kl": (False, "the paper adds the plain k3 KL (optim.beta)"),
+    "mask_truncated_completions": (False, "truncated completions are scored like any other (the paper)"),
+    "logging_steps": (1, "metrics.jsonl has one line per optimizer step"),
+    "save_strategy": ("steps", "checkpoints are the run's resume state (checkpoint.every_steps)"),
+    "save_total_limit": (None, "the run prunes checkpoints itself once their resume state is written"),
+    "remove_unused_columns": (False, "the reward functions read the dataset's columns"),
+    "shuffle_dataset": (True, "the run's prompt order is seeded by seed"),
+}
+# Fields build_grpo_config sets to a default that `trl:` may change (tests check the three tables cover it).
+TRL_OPEN = ("report_to", "disable_tqdm", "log_completions", "dataloader_num_workers")
+
+
+def check_trl_keys(section: Mapping[str, Any]) -> None:
+    """Refuse `trl:` fields the package sets itself (torch-free); unknown names are checked at load time."""
+    for name, value in section.items():
+        key = f"trl.{name}"
+        if name in TRL_CONTROLLED:
+            option = TRL_CONTROLLED[name]
+            raise ConfigError(
+                key,
+                value,
+                f"is set by the package from its option {option}",
+                f"set {option} instead and remove {key}",
+            )
+        if name in TRL_FIXED:
+            fixed, why = TRL_FIXED[name]
+            if value != fixed or type(value) is not type(fixed):
+                raise ConfigError(key, value, f"is fixed to {_show(fixed)} by the package ({why})", f"remove {key}")
+        if not name.isidentifier():
+            raise ConfigError(
+                key, value, "is not a field name", "write trl: {FIELD: VALUE} with GRPOConfig field names"
+            )
+
+
+def check_trl_section(cfg: TrainConfig) -> None:
+    """The `trl:` section builds a valid GRPOConfig (imports TRL; only when the section is not empty)."""
+    if cfg.trl:
+        from pods.trainer import check_trl_passthrough  # TRL is heavy: only for configs that use the section
+
+        check_trl_passthrough(cfg.trl)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -751,6 +845,15 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
         if isinstance(value, str):
             return value
         raise wrong
+    if get_origin(base) is dict or base is dict:
+        if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+            return dict(value)
+        raise ConfigError(
+            key,
+            value,
+            "must be a mapping of field names to values",
+            f"write it as a YAML mapping, e.g. {key}: {{report_to: [tensorboard]}}",
+        )
     if get_origin(base) is tuple:
         if isinstance(value, str):
             value = [value]  # a bare name for a list field means a list of one
@@ -945,7 +1048,9 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = (), *, check
     GPU config can be validated on a laptop; everything else is still checked.
     """
     cfg = from_dict(apply_overrides(read_yaml(path), list(overrides)))
-    return validate(cfg, check_machine=check_machine)
+    validate(cfg, check_machine=check_machine)
+    check_trl_section(cfg)
+    return cfg
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1129,6 +1234,7 @@ _NAME_EXCLUDED = (
     "hardware.num_processes",
     "hardware.accelerate_config",
     "hardware.threads",
+    "trl",
 )
 
 
