@@ -716,7 +716,6 @@ TRL_CONTROLLED: dict[str, str] = {
     "learning_rate": "optim.lr",
     "lr_scheduler_type": "optim.scheduler",
     "warmup_steps": "optim.warmup_ratio",
-    "warmup_ratio": "optim.warmup_ratio",
     "weight_decay": "optim.weight_decay",
     "adam_beta1": "optim.adam_beta1",
     "adam_beta2": "optim.adam_beta2",

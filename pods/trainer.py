@@ -1009,7 +1009,9 @@ def check_trl_passthrough(section: dict[str, Any]) -> None:
     _check_report_to(section.get("report_to"))
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            GRPOConfig(output_dir=tmp, use_cpu=True, bf16=False, fp16=False, **section)
+            GRPOConfig(
+                **{"output_dir": tmp, "use_cpu": True, "bf16": False, "activation_checkpointing": False, **section}
+            )
         except (TypeError, ValueError) as e:
             keys = ", ".join(f"trl.{k}" for k in section)
             raise ConfigError(

@@ -77,7 +77,8 @@ def test_epochs_and_trl_style_ga_vs_same_prompt_ga(tiny_policy_dir, tmp_path):
     assert trainer.state.global_step == N_PROMPTS // 2
     assert sorted(seen) == list(range(N_PROMPTS // 2))
     for step, rows in seen.items():
-        assert len(rows) == 8 and len(set(rows)) == 2, (step, rows)
+        assert len(rows) == 8, (step, rows)
+        assert len(set(rows)) == 2, (step, rows)
         assert all(rows.count(p) == 4 for p in set(rows))  # one group of n per prompt
     assert sorted(p for rows in seen.values() for p in set(rows)) == sorted(prompts)  # each prompt once per epoch
     assert trainer.pods_last_selection["keep_G_M"].shape == (2, 2)
@@ -86,10 +87,12 @@ def test_epochs_and_trl_style_ga_vs_same_prompt_ga(tiny_policy_dir, tmp_path):
     # distinct prompt per optimizer step (8 rows = 2 groups of 4), 8 steps per epoch.
     args = _user_args(tmp_path / "same", cls=PODSConfig, pods_m=2, pods_ga_same_prompt=True)
     trainer, seen, prompts = _train(tiny_policy_dir, args)
-    assert trainer.pods_m == 2 and trainer.pods_ga_same_prompt
+    assert trainer.pods_m == 2
+    assert trainer.pods_ga_same_prompt
     assert trainer.state.global_step == N_PROMPTS
     for step, rows in seen.items():
-        assert len(rows) == 8 and len(set(rows)) == 1, (step, rows)
+        assert len(rows) == 8, (step, rows)
+        assert len(set(rows)) == 1, (step, rows)
     assert sorted(rows[0] for rows in seen.values()) == sorted(prompts)
     assert trainer.pods_last_selection["keep_G_M"].shape == (2, 2)  # two groups of n, m kept from each
 
@@ -102,7 +105,9 @@ def test_pods_config_and_keyword_errors(tiny_policy_dir, tmp_path):
     with pytest.raises(ValueError, match="pods_rule"):
         _user_args(tmp_path, cls=PODSConfig, pods_m=2, pods_rule="max_varience")
     args = _user_args(tmp_path, cls=PODSConfig, pods_m=2)
-    assert args.num_generations == 4 and args.pods_rule == "max_variance" and not args.pods_ga_same_prompt
+    assert args.num_generations == 4
+    assert args.pods_rule == "max_variance"
+    assert not args.pods_ga_same_prompt
 
     from pods.models import load_policy
 
@@ -134,7 +139,9 @@ def test_epoch_sampler_reshuffles_per_epoch_with_trl_length():
     e0 = list(s)
     s.set_epoch(1)
     e1 = list(s)
-    assert e0 != e1 and sorted(set(e0)) != [] and len(e1) == len(e0)
+    assert e0 != e1
+    assert sorted(set(e0)) != []
+    assert len(e1) == len(e0)
     s.set_epoch(0)
     assert list(s) == e0  # the order is a function of (seed, epoch): a resumed epoch replays it
     with pytest.raises(ValueError, match="total_rows"):
@@ -154,13 +161,20 @@ def test_model_card_cites_pods_and_names_the_base_model(tiny_policy_dir, tmp_pat
     trainer.create_model_card(model_name="my-run")
     card = (tmp_path / "out" / "README.md").read_text()
     assert "base_model: Qwen/Qwen2.5-3B-Instruct" in card
-    assert "fine-tuned version of [Qwen/Qwen2.5-3B-Instruct]" in card and "[None]" not in card
-    assert "2504.13818" in card and "@article{xu2025pods" in card and "Down-Sampling Rollouts" in card
-    assert "n = 4" in card and "m = 2" in card
-    assert "TRL" in card and "vonwerra2020trl" in card
+    assert "fine-tuned version of [Qwen/Qwen2.5-3B-Instruct]" in card
+    assert "[None]" not in card
+    assert "2504.13818" in card
+    assert "@article{xu2025pods" in card
+    assert "Down-Sampling Rollouts" in card
+    assert "n = 4" in card
+    assert "m = 2" in card
+    assert "TRL" in card
+    assert "vonwerra2020trl" in card
     # a local model (no hub id) is named by its path, not "None"
     trainer.pods_base_model = None
     trainer.create_model_card()
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "[None]" not in card and str(tiny_policy_dir) in card and "base_model:" not in card
+    assert "[None]" not in card
+    assert str(tiny_policy_dir) in card
+    assert "base_model:" not in card
     torch.manual_seed(0)
