@@ -178,3 +178,25 @@ def test_model_card_cites_pods_and_names_the_base_model(tiny_policy_dir, tmp_pat
     assert str(tiny_policy_dir) in card
     assert "base_model:" not in card
     torch.manual_seed(0)
+
+
+def test_example_script_trains_one_epoch_open_r1_style(tmp_path, capsys, monkeypatch):
+    """examples/trl_openr1_style.py (GA 4, num_train_epochs=1, max_steps=-1) on a slice of 8 prompts."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("trl_openr1_style", repo / "examples" / "trl_openr1_style.py")
+    example = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "trl_openr1_style", example)  # its dataclass looks itself up there
+    spec.loader.exec_module(example)
+    out = tmp_path / "out"
+    argv = ["--num_prompts", "8", "--output_dir", str(out), "--max_completion_length", "32", "--disable_tqdm", "true"]
+    assert example.main(argv) == 0
+    stdout = capsys.readouterr().out
+    # 8 prompts / (GA 4 micro-batches x 1 prompt group of n=8 each) = 2 optimizer steps in the epoch
+    assert "[example] 2 optimizer steps (1 epoch of 8 prompts, GA 4, n=8, m=4)" in stdout, stdout
+    card = (out / "README.md").read_text()
+    assert "2504.13818" in card
+    assert "tiny:llama-arith" in card
