@@ -23,7 +23,9 @@ clock, eval-grid position, log byte offsets) written last; a checkpoint without 
 ignored. A restarted run resumes from the newest complete checkpoint and cuts the JSONL logs back to
 the recorded offsets, so no line is duplicated; a finished run (summary.json present) is not rerun.
 
-Environment: ``PODS_NO_PROGRESS=1`` hides the progress bar. On a busy CPU, ``OMP_NUM_THREADS=1``
+Environment: the progress bar is drawn only when stderr is a terminal and ``PODS_NO_PROGRESS`` is unset;
+otherwise (Snakemake logs, CI) each evaluation prints one plain line to stderr and the HF/datasets
+progress bars (model loading) are turned off, so logs hold no carriage returns. On a busy CPU, ``OMP_NUM_THREADS=1``
 makes step times far less erratic (torch's spinning threads suffer most from oversubscription).
 """
 
@@ -62,6 +64,30 @@ from pods.trainer import (
 )
 
 __all__ = ["RunController", "build_run", "open_run_dir", "run_training", "train", "write_summary"]
+
+
+def progress_enabled() -> bool:
+    """Draw progress bars: stderr is an interactive terminal and PODS_NO_PROGRESS is not set."""
+    if os.environ.get("PODS_NO_PROGRESS"):
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stderr
+        return False
+
+
+def _quiet_library_progress() -> None:
+    """Turn off transformers' and datasets' progress bars (e.g. "Loading weights") for plain logs."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    try:
+        import datasets
+
+        datasets.disable_progress_bars()
+    except ImportError:  # datasets is a TRL dependency; nothing to silence without it
+        pass
+
 
 _BAR_FMT = "{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}] {postfix}"
 
@@ -148,6 +174,14 @@ class RunController(TrainerCallback):
         self.totals["eval_time_s"] += time.perf_counter() - t0
         if self._bar is not None and results:
             self._bar.set_postfix_str(f"step {step} acc {results[0][1]['accuracy']:.3f}", refresh=False)
+        elif results and tr.accelerator.is_main_process:  # no bar (not a terminal): one plain line per evaluation
+            accs = " ".join(f"{name} accuracy {res['accuracy']:.4f}" for name, res, _ in results)
+            print(
+                f"[pods] eval step {step} train_time_s {self.train_time_s:.1f} {accs} "
+                f"eval_time_s {sum(dt for _, _, dt in results):.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _open_bar(self, global_step: int) -> None:
         from tqdm.auto import tqdm
@@ -182,7 +216,7 @@ class RunController(TrainerCallback):
 
     # -- callback events -----------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
-        if self.acc.is_main_process and not os.environ.get("PODS_NO_PROGRESS"):
+        if self.acc.is_main_process and progress_enabled():
             self._open_bar(state.global_step)
         if self.evals_done == 0:  # PAPER §3.5: the base model at t = 0
             self.run_eval(step=state.global_step, grid_index=0)
@@ -331,6 +365,8 @@ def build_run(
     from pods.rewards import trl_reward_funcs
 
     pin_cpu_threads(cfg, use_cuda)
+    if not progress_enabled():
+        _quiet_library_progress()
     set_seed(cfg.seed)
     model, tokenizer = load_policy(
         cfg.policy.model,
