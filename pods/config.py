@@ -50,6 +50,10 @@ Additions to the DESIGN.md schema: ``policy.load_in_4bit`` (the authors' code lo
 the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/linear decay; the
 multi-GPU code decays over one epoch) and ``hardware.accelerate_config`` (the ``accelerate launch``
 file a run is meant for, cross-checked against ``hardware.num_processes``).
+``trl`` is a pass-through mapping of extra TRL ``GRPOConfig`` fields (``trl.report_to=[tensorboard]``):
+fields the package sets from its own options are refused naming the option (:data:`TRL_CONTROLLED`,
+:data:`TRL_FIXED`), unknown ones at load time with the closest GRPOConfig field; it is not part of run
+names. :func:`describe_keys` / ``pods config`` list every key with its type, default and doc.
 """
 
 from __future__ import annotations

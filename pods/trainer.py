@@ -41,6 +41,13 @@ GRPO-GA (settings (e)-(f), PAPER.md §1.4): ``optim.grad_accum = GA`` generates 
 micro-batches into one optimizer step. TRL's generation-aligned GA means no old log-probs are needed
 (the ratio is 1, clipping inactive), as in the paper.
 
+Built from a user's own ``GRPOConfig``/:class:`PODSConfig` (TRL users), gradient accumulation keeps
+TRL's meaning (different prompts in each micro-batch, one group of n each) unless
+``pods_ga_same_prompt=True`` asks for the GRPO-GA grouping above, which :func:`pods_trainer_kwargs`
+(every ``pods train`` run) sets; epoch-based training (``max_steps=-1``) samples one epoch per HF
+epoch, each in its own seeded order (:class:`EpochRepeatSampler`). The config's ``trl:`` section
+reaches any other ``GRPOConfig`` field (:func:`grpo_config_with_passthrough`).
+
 Environment variable: ``PODS_DEBUG_DUMP=DIR`` writes each step's gathered rewards, selection and
 advantages per process to ``DIR/selection_rank{r}.jsonl`` (tests/test_distributed.py compares them).
 
