@@ -72,15 +72,19 @@ def _train(tiny_policy_dir, args, **pods_kw):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_epochs_and_trl_style_ga_vs_same_prompt_ga(tiny_policy_dir, tmp_path):
     # TRL's meaning of GA: one generation round per optimizer step, 4 x 2 = 8 rows = 2 different prompts
-    # (one group of n=4 each), split into 2 micro-batches; one epoch of 8 prompts = 4 steps.
-    trainer, seen, prompts = _train(tiny_policy_dir, _user_args(tmp_path / "trl"), pods_m=2)
-    assert trainer.state.global_step == N_PROMPTS // 2
-    assert sorted(seen) == list(range(N_PROMPTS // 2))
+    # (one group of n=4 each), split into 2 micro-batches; one epoch of 8 prompts = 4 steps; two epochs,
+    # each in its own order (HF's set_epoch reaches the sampler).
+    trainer, seen, prompts = _train(tiny_policy_dir, _user_args(tmp_path / "trl", num_train_epochs=2), pods_m=2)
+    steps = N_PROMPTS // 2
+    assert trainer.state.global_step == 2 * steps
+    assert sorted(seen) == list(range(2 * steps))
     for step, rows in seen.items():
         assert len(rows) == 8, (step, rows)
         assert len(set(rows)) == 2, (step, rows)
         assert all(rows.count(p) == 4 for p in set(rows))  # one group of n per prompt
-    assert sorted(p for rows in seen.values() for p in set(rows)) == sorted(prompts)  # each prompt once per epoch
+    epochs = [[p for s in range(e * steps, (e + 1) * steps) for p in dict.fromkeys(seen[s])] for e in (0, 1)]
+    assert sorted(epochs[0]) == sorted(epochs[1]) == sorted(prompts)  # each prompt once per epoch
+    assert epochs[0] != epochs[1]  # reshuffled per epoch
     assert trainer.pods_last_selection["keep_G_M"].shape == (2, 2)
 
     # The paper's GRPO-GA (settings e-f), asked for explicitly: GA groups of n of the same prompt, so one
