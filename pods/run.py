@@ -335,6 +335,7 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
     old = logger.read_config()
     if old is not None:
         old = {k: v for k, v in old.items() if k != "meta"}
+        old.setdefault("trl", {})  # written before the trl: section existed: the same run
         if jsonable(old) != jsonable(cfg_dict):
             diff = sorted(k for k in set(old) | set(cfg_dict) if old.get(k) != cfg_dict.get(k))
             raise ValueError(
