@@ -749,6 +749,11 @@ TRL_FIXED: dict[str, tuple[Any, str]] = {
     "save_total_limit": (None, "the run prunes checkpoints itself once their resume state is written"),
     "remove_unused_columns": (False, "the reward functions read the dataset's columns"),
     "shuffle_dataset": (True, "the run's prompt order is seeded by seed"),
+    # not set by build_grpo_config (TRL's default is the value), but the run relies on them:
+    "logging_strategy": ("steps", "metrics.jsonl has one line per optimizer step"),
+    "eval_strategy": ("no", "the run evaluates on its own grid (eval.every_s / eval.every_steps)"),
+    "save_only_model": (False, "resuming needs the optimizer and RNG state"),
+    "ignore_data_skip": (False, "a resumed run replays the uninterrupted prompt order"),
 }
 # Fields build_grpo_config sets to a default that `trl:` may change (tests check the three tables cover it).
 TRL_OPEN = ("report_to", "disable_tqdm", "log_completions", "dataloader_num_workers")
