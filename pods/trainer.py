@@ -75,6 +75,7 @@ Departures from the paper / official code, and choices where the sources are sil
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -428,8 +429,15 @@ class PODSConfig(GRPOConfig):
 
 
 def _pods_option(args: Any, name: str, given: Any, default: Any) -> Any:
-    """A PODS parameter from the trainer keyword or a :class:`PODSConfig` field (which must agree)."""
-    from_args = getattr(args, name, None) if isinstance(args, PODSConfig) else None
+    """A PODS parameter from the trainer keyword or a :class:`PODSConfig` field (which must agree).
+
+    A PODSConfig field left at its default counts as unset, so a keyword may set it.
+    """
+    from_args = None
+    if isinstance(args, PODSConfig):
+        default = next(f.default for f in dataclasses.fields(PODSConfig) if f.name == name)
+        from_args = getattr(args, name, None)
+        from_args = None if from_args == default else from_args
     if given is not None and from_args is not None and given != from_args:
         raise ValueError(
             f"{name}={given!r} was passed to PODSGRPOTrainer but args.{name}={from_args!r}; set it in one place "
@@ -462,7 +470,7 @@ def _check_pods_geometry(tr: Any) -> None:
         what = (
             f"num_generations x gradient_accumulation_steps = {rows_per_prompt}"
             if tr.pods_grad_accum > 1
-            else (f"num_generations={n}")
+            else f"num_generations={n}"
         )
         raise ValueError(
             f"per_device_train_batch_size x steps_per_generation = {local_rows} rows per process is not a multiple of "
@@ -1000,7 +1008,6 @@ def check_trl_passthrough(section: dict[str, Any]) -> None:
     Builds a throw-away GRPOConfig with the fields on top of CPU-safe defaults, so TRL's and HF's own
     checks run; ``report_to`` names must be installed integrations.
     """
-    import dataclasses
     import difflib
     import tempfile
 

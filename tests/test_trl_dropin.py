@@ -126,6 +126,8 @@ def test_pods_config_and_keyword_errors(tiny_policy_dir, tmp_path):
 
     with pytest.raises(ValueError, match="set it in one place"):
         build(args, pods_m=3)
+    tr = build(args, pods_rule="random")  # a PODSConfig field left at its default may be set by keyword
+    assert (tr.pods_m, tr.pods_rule, tr.pods_ga_same_prompt) == (2, "random", False)
     with pytest.raises(ValueError, match=r"needs pods_m.*PODSConfig"):
         build(_user_args(tmp_path))
     with pytest.raises(ValueError, match="would be split across processes"):  # GA groups of one prompt: 2 x 4
