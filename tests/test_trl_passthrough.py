@@ -81,6 +81,7 @@ def test_tensorboard_events_and_pods_model_card(tiny_cfg, tmp_path):
         "eval.every_steps=2",
         "checkpoint.every_steps=2",
         "trl.report_to=[tensorboard]",
+        "trl.log_completions=true",  # TRL logs all n completions of a step; the hook then keeps m
     )
     run_dir = train(cfg)
     events = sorted(run_dir.rglob("events.out.tfevents.*"))
