@@ -322,35 +322,42 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pods.analysis", description=__doc__.split("\n")[0])
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis") -> int:
+    """Entry point; ``prog`` is the program name shown in usage/help (``pods`` passes "pods")."""
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("released", help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
     p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="where curves.csv, steps.csv and time_to_peak.* are written")
     p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
     p = sub.add_parser("collect", help="curves.csv and steps.csv from our run directories")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--runs", help="every run directory under this folder")
     which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="exactly these run directories (the workflow's)")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="where curves.csv and steps.csv are written")
     p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
     p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
     p = sub.add_parser("time-to-peak", help="Table 3 with bootstrap CIs from a curves.csv")
-    p.add_argument("--curves", required=True)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
+    p.add_argument("--out-dir", required=True, help="where time_to_peak.* is written")
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     p.add_argument("--steps", help="steps.csv of the same runs: this machine's seconds per step, speed-up (ii)")
     p.add_argument(
         "--paper-steps",
         help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
-        "settings without released logs use the cost model (benchmarks/cost_model.py)",
+        "settings without released logs use the cost model (pods/bench/cost_model.py)",
     )
     for q in sub.choices.values():
         if q.prog.endswith(("released", "time-to-peak")):
-            q.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
-            q.add_argument("--n-boot", type=int, default=2000)
-            q.add_argument("--boot-seed", type=int, default=0)
+            q.add_argument(
+                "--threshold",
+                type=float,
+                default=DEFAULT_THRESHOLD,
+                help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
+                f"(default {DEFAULT_THRESHOLD})",
+            )
+            q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over seeds (default 2000)")
+            q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     args = ap.parse_args(argv)
     try:
         out = Path(args.out_dir)

@@ -3,6 +3,7 @@
     pods train CONFIG [key=value ...] [--dry-run]   validate, then train; prints the run directory
     pods eval RUN_DIR [key=value ...]               evaluate a finished run's final policy again
     pods validate CONFIG [key=value ...] [--paper]  print the resolved config and its run directory
+    pods config [SECTION]                           list every config key: type, default, meaning
     pods bench NAME [ARGS ...]                      run the benchmark pods/bench/bench_NAME.py with ARGS
     pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
     pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak)
@@ -13,6 +14,8 @@ Examples::
     pods validate experiments/e_gsm8k_qwen3b_8gpu.yaml --paper       # a GPU config, checked on a laptop
     pods train experiments/tiny_a.yaml rollout.n=16 rollout.m=16      # the GRPO arm of tiny (a)
     pods train experiments/tiny_a.yaml budget.max_steps=5 out_dir=/tmp/run
+    pods train experiments/tiny_a.yaml --rollout.n 8 --rollout.m=4    # TRL-style flags work too
+    pods train experiments/tiny_a.yaml trl.report_to=[tensorboard]    # any extra TRL GRPOConfig field
 
 ``--paper`` (validate) and ``--dry-run`` (train) skip the checks against this machine (GPU-only options,
 bf16 on a CPU without bf16) so paper-scale configs validate anywhere; everything else is still checked.
@@ -32,7 +35,17 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from pods.config import ConfigError, apply_overrides, from_dict, load_config, resolve_run_dir, to_dict, validate
+from pods.config import (
+    ConfigError,
+    apply_overrides,
+    describe_keys,
+    format_keys,
+    from_dict,
+    load_config,
+    resolve_run_dir,
+    to_dict,
+    validate,
+)
 from pods.runlog import DiskWriteError, RunDirError
 
 BENCH_DIR = Path(__file__).resolve().parent / "bench"  # in the package: works from a wheel too
@@ -49,7 +62,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     ap = argparse.ArgumentParser(prog="pods", description="PODS: down-sampling rollouts in GRPO (arXiv 2504.13818).")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("train", help="validate a config, then train one run")
+    p = sub.add_parser(
+        "train",
+        help="validate a config, then train one run",
+        description="Validate CONFIG with the overrides, then train one run; prints the run directory.",
+        epilog=_KEYS_EPILOG + format_keys(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("config", help="experiments/*.yaml")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. rollout.n=64")
     p.add_argument(
@@ -62,12 +81,20 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     p.add_argument("run_dir", help="a run directory written by pods train")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. eval.repeats=1 eval.max_examples=100")
 
-    p = sub.add_parser("validate", help="print the resolved config and its run directory")
+    p = sub.add_parser(
+        "validate",
+        help="print the resolved config and its run directory",
+        epilog=_KEYS_EPILOG + "(all keys: pods config)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("config", help="experiments/*.yaml")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     p.add_argument(
         "--paper", action="store_true", help="skip checks against this machine (for GPU configs on a CPU-only machine)"
     )
+
+    p = sub.add_parser("config", help="list every config key with its type, default and meaning")
+    p.add_argument("section", nargs="?", default="", help="only keys under this section or key, e.g. rollout")
 
     # Pass-through commands: everything after the name goes to the script/module untouched.
     sub.add_parser("bench", help="run a benchmark (pods/bench/): pods bench NAME [ARGS]", add_help=False)
@@ -77,6 +104,52 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "cost", help="GPU-hours of a scale (run sheet x seeds x budgets): pods cost [--scale NAME]", add_help=False
     )
     return ap, dict(sub.choices)
+
+
+_KEYS_EPILOG = """overrides: dotted key=value (values are YAML: rollout.n=64, eval.datasets=[gsm8k,math],
+policy.attn_implementation=null), or TRL-style --rollout.n 64 / --rollout.n=64. Extra TRL GRPOConfig
+fields go under trl. (trl.report_to=[tensorboard], trl.log_completions=true); fields the package sets
+from its own options are refused with the option to use.
+
+config keys (type = default):
+"""
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    if args.section and not describe_keys(args.section):
+        sections = sorted({r["key"] for r in describe_keys() if r["type"] == "section"})
+        raise UsageError(f"no config key or section {args.section!r}. Fix: use one of {', '.join(sections)}")
+    print(format_keys(args.section))
+    return EXIT_OK
+
+
+def _flag_overrides(argv: Sequence[str]) -> list[str]:
+    """TRL-style ``--rollout.n 8`` and ``--rollout.n=8`` -> ``rollout.n=8`` (other arguments untouched).
+
+    A ``--NAME`` is a config override when NAME is a config key (or under ``trl.``); a bool key without
+    a value (``--policy.lora.enabled``) means true.
+    """
+    types = {r["key"]: r["type"] for r in describe_keys()}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        name, sep, value = tok[2:].partition("=") if tok.startswith("--") else ("", "", "")
+        if not name or not (name in types or name.startswith("trl.")) or types.get(name) == "section":
+            out.append(tok)
+            i += 1
+            continue
+        if not sep:
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is not None and not nxt.startswith("--"):
+                value, i = nxt, i + 1
+            elif types.get(name) == "bool":
+                value = "true"
+            else:
+                raise UsageError(f"--{name} needs a value. Fix: write --{name} VALUE, --{name}=VALUE or {name}=VALUE")
+        out.append(f"{name}={value}")
+        i += 1
+    return out
 
 
 def _print_config(cfg, header: str) -> None:
@@ -157,10 +230,10 @@ def _cmd_bench(rest: Sequence[str]) -> int:
     return subprocess.call([sys.executable, str(script), *args], env=child_env())
 
 
-def _cmd_analysis(rest: Sequence[str]) -> int:
+def _cmd_analysis(rest: Sequence[str], prog: str = "pods analysis") -> int:
     from pods.analysis import main as analysis_main
 
-    return int(analysis_main(list(rest)) or 0)
+    return int(analysis_main(list(rest), prog=prog) or 0)
 
 
 def _one_paragraph(text: str) -> str:
@@ -175,9 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] == "bench":
             return _cmd_bench(argv[1:])
         if argv and argv[0] == "released":
-            return _cmd_analysis(["released", *argv[1:]])
+            return _cmd_analysis(["released", *argv[1:]], prog="pods")
         if argv and argv[0] == "analysis":
-            return _cmd_analysis(argv[1:])
+            return _cmd_analysis(argv[1:], prog="pods analysis")
         if argv and argv[0] == "cost":
             from pods.cost import main as cost_main
 
@@ -187,9 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         top, commands = _parser()
         if not argv or argv[0] not in commands:
             top.parse_args(argv)  # prints help (exit 0) or the usage error (exit 2)
-        args = commands[argv[0]].parse_intermixed_args(argv[1:])
+        rest = _flag_overrides(argv[1:]) if argv[0] in ("train", "eval", "validate") else argv[1:]
+        args = commands[argv[0]].parse_intermixed_args(rest)
         args.cmd = argv[0]
-        handler = {"train": _cmd_train, "eval": _cmd_eval, "validate": _cmd_validate}[args.cmd]
+        handler = {"train": _cmd_train, "eval": _cmd_eval, "validate": _cmd_validate, "config": _cmd_config}[args.cmd]
         return handler(args)
     except ConfigError as e:
         print(f"pods: config error: {_one_paragraph(e)}", file=sys.stderr)

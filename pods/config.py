@@ -59,6 +59,11 @@ config (and config.json) holds them. The switched options are fields of their ow
 ``optim.aggregation=token_group``, ``task.math_gold``, ``eval.metric`` (besides existing ones).
 ``fidelity`` is not part of run names (a code run is named against its YAML resolved at ``code``);
 its default run directory is ``results/runs-code/...``.
+
+``trl`` is a pass-through mapping of extra TRL ``GRPOConfig`` fields (``trl.report_to=[tensorboard]``):
+fields the package sets from its own options are refused naming the option (:data:`TRL_CONTROLLED`,
+:data:`TRL_FIXED`), unknown ones at load time with the closest GRPOConfig field; it is not part of run
+names. :func:`describe_keys` / ``pods config`` list every key with its type, default and doc.
 """
 
 from __future__ import annotations
@@ -93,10 +98,14 @@ __all__ = [
     "OptimConfig",
     "PolicyConfig",
     "RolloutConfig",
+    "TRL_CONTROLLED",
+    "TRL_FIXED",
     "TaskConfig",
     "TrainConfig",
     "apply_overrides",
     "default_run_dir",
+    "describe_keys",
+    "format_keys",
     "from_dict",
     "load_config",
     "parse_run_name",
@@ -655,6 +664,9 @@ class TrainConfig(_Section):
     """Resume state."""
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
     """Devices and processes."""
+    trl: dict[str, Any] = field(default_factory=dict)
+    """Extra TRL GRPOConfig fields passed through as they are, e.g. {report_to: [tensorboard], log_completions: true}
+    (fields the package sets from its own options are refused, see TRL_CONTROLLED; not part of run names)."""
 
     def _check(self) -> None:
         if self.fidelity not in registry.FIDELITY:
@@ -692,6 +704,7 @@ class TrainConfig(_Section):
             )
         if self.hardware.device == "cpu":
             self._check_cpu_only(explicit=True)
+        check_trl_keys(self.trl)
 
     def _check_cpu_only(self, explicit: bool) -> None:
         """Options that need a CUDA GPU, checked against an explicit or detected CPU-only device."""
@@ -737,6 +750,99 @@ class TrainConfig(_Section):
         for key, value, bad, problem, fix in checks:
             if bad:
                 raise ConfigError(key, value, f"{problem}, but {where}", fix + gpu_cfg)
+
+
+# ----------------------------------------------------------------------------------------------
+# The `trl:` pass-through section: any GRPOConfig field, except those the package sets itself.
+
+# GRPOConfig fields that pods.trainer.build_grpo_config sets from a pods option: field -> option.
+TRL_CONTROLLED: dict[str, str] = {
+    "output_dir": "out_dir",
+    "per_device_train_batch_size": "rollout.prompts_per_step",
+    "generation_batch_size": "rollout.prompts_per_step",
+    "num_generations": "rollout.n",
+    "gradient_accumulation_steps": "optim.grad_accum",
+    "steps_per_generation": "optim.grad_accum",
+    "max_steps": "budget.max_steps",
+    "num_train_epochs": "budget.max_steps",
+    "temperature": "rollout.temperature",
+    "top_p": "rollout.top_p",
+    "top_k": "rollout.top_k",
+    "vllm_importance_sampling_correction": "rollout.vllm_is_correction",
+    "max_completion_length": "rollout.max_completion_length",
+    "use_vllm": "rollout.backend",
+    "vllm_gpu_memory_utilization": "rollout.vllm_gpu_memory_utilization",
+    "loss_type": "optim.aggregation",
+    "beta": "optim.beta",
+    "epsilon": "optim.epsilon",
+    "epsilon_high": "optim.epsilon_high",
+    "learning_rate": "optim.lr",
+    "lr_scheduler_type": "optim.scheduler",
+    "warmup_steps": "optim.warmup_ratio",
+    "weight_decay": "optim.weight_decay",
+    "adam_beta1": "optim.adam_beta1",
+    "adam_beta2": "optim.adam_beta2",
+    "max_grad_norm": "optim.max_grad_norm",
+    "optim": "optim.optimizer",
+    "bf16": "policy.dtype",
+    "fp16": "policy.dtype",
+    "activation_checkpointing": "policy.gradient_checkpointing",
+    "gradient_checkpointing": "policy.gradient_checkpointing",
+    "use_cpu": "hardware.device",
+    "seed": "seed",
+    "save_steps": "checkpoint.every_steps",
+    "reward_weights": "task.reward",
+}
+# GRPOConfig fields build_grpo_config fixes: field -> (value, why). A `trl:` entry may only repeat the value.
+TRL_FIXED: dict[str, tuple[Any, str]] = {
+    "num_iterations": (1, "PODS runs one update per generation, as every setting of the paper"),
+    "vllm_mode": ("colocate", "the run colocates vLLM with training (rollout.backend=vllm)"),
+    "scale_rewards": ("group", "PODS recomputes the advantages itself (rollout.normalize)"),
+    "use_bias_correction_kl": (False, "the paper adds the plain k3 KL (optim.beta)"),
+    "mask_truncated_completions": (False, "truncated completions are scored like any other (the paper)"),
+    "logging_steps": (1, "metrics.jsonl has one line per optimizer step"),
+    "save_strategy": ("steps", "checkpoints are the run's resume state (checkpoint.every_steps)"),
+    "save_total_limit": (None, "the run prunes checkpoints itself once their resume state is written"),
+    "remove_unused_columns": (False, "the reward functions read the dataset's columns"),
+    "shuffle_dataset": (True, "the run's prompt order is seeded by seed"),
+    # not set by build_grpo_config (TRL's default is the value), but the run relies on them:
+    "logging_strategy": ("steps", "metrics.jsonl has one line per optimizer step"),
+    "eval_strategy": ("no", "the run evaluates on its own grid (eval.every_s / eval.every_steps)"),
+    "save_only_model": (False, "resuming needs the optimizer and RNG state"),
+    "ignore_data_skip": (False, "a resumed run replays the uninterrupted prompt order"),
+}
+# Fields build_grpo_config sets to a default that `trl:` may change (tests check the three tables cover it).
+TRL_OPEN = ("report_to", "disable_tqdm", "log_completions", "dataloader_num_workers")
+
+
+def check_trl_keys(section: Mapping[str, Any]) -> None:
+    """Refuse `trl:` fields the package sets itself (torch-free); unknown names are checked at load time."""
+    for name, value in section.items():
+        key = f"trl.{name}"
+        if name in TRL_CONTROLLED:
+            option = TRL_CONTROLLED[name]
+            raise ConfigError(
+                key,
+                value,
+                f"is set by the package from its option {option}",
+                f"set {option} instead and remove {key}",
+            )
+        if name in TRL_FIXED:
+            fixed, why = TRL_FIXED[name]
+            if value != fixed or type(value) is not type(fixed):
+                raise ConfigError(key, value, f"is fixed to {_show(fixed)} by the package ({why})", f"remove {key}")
+        if not name.isidentifier():
+            raise ConfigError(
+                key, value, "is not a field name", "write trl: {FIELD: VALUE} with GRPOConfig field names"
+            )
+
+
+def check_trl_section(cfg: TrainConfig) -> None:
+    """The `trl:` section builds a valid GRPOConfig (imports TRL; only when the section is not empty)."""
+    if cfg.trl:
+        from pods.trainer import check_trl_passthrough  # TRL is heavy: only for configs that use the section
+
+        check_trl_passthrough(cfg.trl)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -805,6 +911,15 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
         if isinstance(value, str):
             return value
         raise wrong
+    if get_origin(base) is dict or base is dict:
+        if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+            return dict(value)
+        raise ConfigError(
+            key,
+            value,
+            "must be a mapping of field names to values",
+            f"write it as a YAML mapping, e.g. {key}: {{report_to: [tensorboard]}}",
+        )
     if get_origin(base) is tuple:
         if isinstance(value, str):
             value = [value]  # a bare name for a list field means a list of one
@@ -1012,7 +1127,78 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = (), *, check
     """
     raw = read_yaml(path)
     cfg = from_dict(resolve_fidelity(raw, list(overrides)))
-    return validate(cfg, check_machine=check_machine)
+    validate(cfg, check_machine=check_machine)
+    check_trl_section(cfg)
+    return cfg
+
+
+# ----------------------------------------------------------------------------------------------
+# Help: every key with its type, default and one-line doc (from the docstring under each field)
+
+
+@functools.cache
+def _field_docs(cls: type) -> dict[str, str]:
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body  # the class body
+    docs = {}
+    for stmt, nxt in zip(body, body[1:] + [None], strict=True):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
+                docs[stmt.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def _type_label(tp: Any) -> str:
+    base, optional = _optional(tp)
+    if get_origin(base) is tuple:
+        label = "list[str]"
+    elif get_origin(base) is dict or base is dict:
+        label = "mapping"
+    else:
+        label = getattr(base, "__name__", str(base))
+    return f"{label} | null" if optional else label
+
+
+def describe_keys(prefix: str = "") -> list[dict[str, Any]]:
+    """Every config key under ``prefix`` (all when empty): ``{key, type, default, doc}``, in file order.
+
+    Sections are listed too (type ``section``); ``doc`` is the first sentence-line of the field's docstring.
+    """
+    out: list[dict[str, Any]] = []
+
+    def walk(cls: type, inst: Any, pre: str) -> None:
+        hints, docs = _hints(cls), _field_docs(cls)
+        for f in fields(cls):
+            key, tp = pre + f.name, hints[f.name]
+            value = getattr(inst, f.name)
+            if is_dataclass(tp):
+                out.append({"key": key, "type": "section", "default": None, "doc": docs.get(f.name, "")})
+                walk(tp, value, key + ".")
+            else:
+                shown = _show(list(value) if isinstance(value, tuple) else value)
+                out.append({"key": key, "type": _type_label(tp), "default": shown, "doc": docs.get(f.name, "")})
+
+    walk(TrainConfig, TrainConfig(), "")
+    if prefix:
+        out = [r for r in out if r["key"] == prefix or r["key"].startswith(prefix.rstrip(".") + ".")]
+    return out
+
+
+def format_keys(prefix: str = "", width: int = 100) -> str:
+    """``describe_keys`` as text: ``key  type = default`` then the doc, indented (``pods config``)."""
+    import textwrap
+
+    lines = []
+    for row in describe_keys(prefix):
+        if row["type"] == "section":
+            lines.append(f"{row['key']}:  (section) {row['doc']}")
+            continue
+        lines.append(f"  {row['key']}  {row['type']} = {row['default']}")
+        lines.extend(textwrap.wrap(row["doc"], width=width, initial_indent="      ", subsequent_indent="      "))
+    return "\n".join(lines)
 
 
 def resolve_fidelity(raw: Mapping[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -1214,6 +1400,7 @@ _NAME_EXCLUDED = (
     "hardware.num_processes",
     "hardware.accelerate_config",
     "hardware.threads",
+    "trl",
 )
 
 

@@ -30,7 +30,9 @@ summary must parse and agree with the config and the logs; a log shorter than it
 refused; a checkpoint lacking optimizer, scheduler, weights or RNG state is skipped for an older
 complete one, else the resume is refused. A failed write says "disk full or unwritable: <path>".
 
-Environment: ``PODS_NO_PROGRESS=1`` hides the progress bar. On a busy CPU, ``OMP_NUM_THREADS=1``
+Environment: the progress bar is drawn only when stderr is a terminal and ``PODS_NO_PROGRESS`` is unset;
+otherwise (Snakemake logs, CI) each evaluation prints one plain line to stderr and the HF/datasets
+progress bars (model loading) are turned off, so logs hold no carriage returns. On a busy CPU, ``OMP_NUM_THREADS=1``
 makes step times far less erratic (torch's spinning threads suffer most from oversubscription).
 """
 
@@ -74,6 +76,30 @@ from pods.trainer import (
 
 __all__ = ["RunController", "build_run", "open_run_dir", "preflight", "run_training", "train", "write_summary"]
 HUB_TIMEOUT_S = 10.0  # how long preflight waits for the hub to confirm a model id
+
+
+def progress_enabled() -> bool:
+    """Draw progress bars: stderr is an interactive terminal and PODS_NO_PROGRESS is not set."""
+    if os.environ.get("PODS_NO_PROGRESS"):
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stderr
+        return False
+
+
+def _quiet_library_progress() -> None:
+    """Turn off transformers' and datasets' progress bars (e.g. "Loading weights") for plain logs."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    try:
+        import datasets
+
+        datasets.disable_progress_bars()
+    except ImportError:  # datasets is a TRL dependency; nothing to silence without it
+        pass
+
 
 _BAR_FMT = "{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}] {postfix}"
 
@@ -161,6 +187,14 @@ class RunController(TrainerCallback):
         self.totals["eval_time_s"] += time.perf_counter() - t0
         if self._bar is not None and results:
             self._bar.set_postfix_str(f"step {step} acc {results[0][1]['accuracy']:.3f}", refresh=False)
+        elif results and tr.accelerator.is_main_process:  # no bar (not a terminal): one plain line per evaluation
+            accs = " ".join(f"{name} accuracy {res['accuracy']:.4f}" for name, res, _ in results)
+            print(
+                f"[pods] eval step {step} train_time_s {self.train_time_s:.1f} {accs} "
+                f"eval_time_s {sum(dt for _, _, dt in results):.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _open_bar(self, global_step: int) -> None:
         from tqdm.auto import tqdm
@@ -195,7 +229,7 @@ class RunController(TrainerCallback):
 
     # -- callback events -----------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
-        if self.acc.is_main_process and not os.environ.get("PODS_NO_PROGRESS"):
+        if self.acc.is_main_process and progress_enabled():
             self._open_bar(state.global_step)
         if self.evals_done == 0:  # PAPER §3.5: the base model at t = 0
             self.run_eval(step=state.global_step, grid_index=0)
@@ -349,6 +383,7 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
     if old is not None:
         # Where the directory lies is not part of the run: a run copied or moved elsewhere resumes there.
         old = {k: v for k, v in old.items() if k not in ("meta", "out_dir")}
+        old.setdefault("trl", {})  # written before the trl: section existed: the same run
         new = {k: v for k, v in cfg_dict.items() if k != "out_dir"}
         if jsonable(old) != jsonable(new):
             diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
@@ -378,6 +413,8 @@ def build_run(
     from pods.rewards import trl_reward_funcs
 
     pin_cpu_threads(cfg, use_cuda)
+    if not progress_enabled():
+        _quiet_library_progress()
     set_seed(cfg.seed)
     model, tokenizer = load_policy(
         cfg.policy.model,

@@ -42,6 +42,13 @@ GRPO-GA (settings (e)-(f), PAPER.md §1.4): ``optim.grad_accum = GA`` generates 
 micro-batches into one optimizer step. TRL's generation-aligned GA means no old log-probs are needed
 (the ratio is 1, clipping inactive), as in the paper.
 
+Built from a user's own ``GRPOConfig``/:class:`PODSConfig` (TRL users), gradient accumulation keeps
+TRL's meaning (different prompts in each micro-batch, one group of n each) unless
+``pods_ga_same_prompt=True`` asks for the GRPO-GA grouping above, which :func:`pods_trainer_kwargs`
+(every ``pods train`` run) sets; epoch-based training (``max_steps=-1``) samples one epoch per HF
+epoch, each in its own seeded order (:class:`EpochRepeatSampler`). The config's ``trl:`` section
+reaches any other ``GRPOConfig`` field (:func:`grpo_config_with_passthrough`).
+
 Environment variable: ``PODS_DEBUG_DUMP=DIR`` writes each step's gathered rewards, selection and
 advantages per process to ``DIR/selection_rank{r}.jsonl`` (tests/test_distributed.py compares them).
 
@@ -79,6 +86,7 @@ Departures from the paper / official code, and choices where the sources are sil
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -87,6 +95,7 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -106,11 +115,14 @@ from pods.selectors import select
 __all__ = [
     "EpochRepeatSampler",
     "NonFiniteRewardError",
+    "PODSConfig",
     "PODSGRPOTrainer",
     "TRLCompatError",
     "build_grpo_config",
     "check_finite_rewards",
     "check_trl_compat",
+    "check_trl_passthrough",
+    "grpo_config_with_passthrough",
     "downsample_rows",
     "local_kept_rows",
     "pods_trainer_kwargs",
@@ -345,11 +357,14 @@ def check_finite_rewards(
 
 
 class EpochRepeatSampler(RepeatSampler):
-    """TRL's RepeatSampler over many data epochs in one pass, each epoch's order seeded by (seed, epoch).
+    """TRL's RepeatSampler with each epoch's order seeded by (seed, epoch).
 
-    HF's resume fast-forwards through one long "epoch" with ``skip_first_batches``, so the prompt order
-    of a resumed run equals the uninterrupted one (TRL's sampler would replay epoch 0's order after
-    resuming in a later epoch). ``total_rows`` bounds ``__len__`` (HF derives max_steps from it).
+    With ``total_rows`` (step-capped runs, ``max_steps > 0``) one iteration streams as many data
+    epochs as needed, so HF's resume fast-forwards through one long "epoch" with
+    ``skip_first_batches`` and the prompt order of a resumed run equals the uninterrupted one (TRL's
+    sampler would replay epoch 0's order after resuming in a later epoch); ``total_rows`` bounds
+    ``__len__`` (HF derives max_steps from it). With ``total_rows=None`` (epoch-based training,
+    ``max_steps=-1``) one iteration is one epoch, TRL's length, and HF's ``set_epoch`` picks its order.
     """
 
     def __init__(
@@ -360,37 +375,175 @@ class EpochRepeatSampler(RepeatSampler):
         repeat_count: int,
         shuffle: bool,
         seed: int,
-        total_rows: int,
+        total_rows: int | None = None,
     ):
         super().__init__(data_source, mini_repeat_count, batch_size, repeat_count, shuffle, seed)
+        if total_rows is not None and total_rows < 0:
+            raise ValueError(f"total_rows={total_rows} must be >= 0 (None = one epoch per iteration)")
         self.total_rows = total_rows
+        self.epoch = 0
         if self.num_samples < batch_size:
             raise ValueError(
                 f"the training set has {self.num_samples} prompts but one step needs {batch_size} distinct prompts; "
-                "lower rollout.prompts_per_step or use a larger training set"
+                "lower rollout.prompts_per_step (per_device_train_batch_size) or use a larger training set"
             )
 
+    def set_epoch(self, epoch: int) -> None:
+        """Called by HF's Trainer at the start of each epoch (epoch-based training)."""
+        self.epoch = int(epoch)
+
+    def _epoch_rows(self, epoch: int) -> Iterator[int]:
+        if self.shuffle:
+            g = torch.Generator().manual_seed(mix_seed(self.seed or 0, epoch, 0x5A3))
+            order = torch.randperm(self.num_samples, generator=g).tolist()
+        else:
+            order = list(range(self.num_samples))
+        for start in range(0, self.num_samples - self.batch_size + 1, self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for _ in range(self.repeat_count):
+                for index in chunk:
+                    for _ in range(self.mini_repeat_count):
+                        yield index
+
     def __iter__(self) -> Iterator[int]:
+        if self.total_rows is None:
+            yield from self._epoch_rows(self.epoch)
+            return
         emitted, epoch = 0, 0
-        while True:
-            if self.shuffle:
-                g = torch.Generator().manual_seed(mix_seed(self.seed or 0, epoch, 0x5A3))
-                order = torch.randperm(self.num_samples, generator=g).tolist()
-            else:
-                order = list(range(self.num_samples))
-            for start in range(0, self.num_samples - self.batch_size + 1, self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                for _ in range(self.repeat_count):
-                    for index in chunk:
-                        for _ in range(self.mini_repeat_count):
-                            if emitted >= self.total_rows:
-                                return
-                            emitted += 1
-                            yield index
+        while emitted < self.total_rows:
+            for index in self._epoch_rows(epoch):
+                if emitted >= self.total_rows:
+                    return
+                emitted += 1
+                yield index
             epoch += 1
 
     def __len__(self) -> int:
-        return self.total_rows
+        return super().__len__() if self.total_rows is None else self.total_rows
+
+
+# --------------------------------------------------------------------------------------------
+# PODSConfig: the PODS parameters as GRPOConfig fields (TRL's way; HfArgumentParser/TrlParser read them)
+# --------------------------------------------------------------------------------------------
+@dataclass
+class PODSConfig(GRPOConfig):
+    """``GRPOConfig`` plus the PODS parameters; ``num_generations`` is n, the rollouts generated per prompt.
+
+    Example (an open-r1-style recipe with PODS, n = 16 generated, m = 4 kept)::
+
+        args = PODSConfig(output_dir="out", num_generations=16, pods_m=4, per_device_train_batch_size=16,
+                          gradient_accumulation_steps=4, num_train_epochs=1, report_to=["tensorboard"])
+        trainer = PODSGRPOTrainer(model=..., reward_funcs=..., args=args, train_dataset=...)
+    """
+
+    pods_m: int | None = field(
+        default=None,
+        metadata={"help": "Rollouts kept per prompt for the update (PODS m), 2 <= pods_m <= num_generations (n)."},
+    )
+    pods_rule: str = field(
+        default="max_variance",
+        metadata={"help": "Down-sampling rule (pods.selectors.RULES): max_variance (the paper), random, ..."},
+    )
+    pods_normalize: str = field(
+        default="after",
+        metadata={"help": "Advantage statistics of the kept m ('after', the paper) or of all n ('before', App. A.3)."},
+    )
+    pods_ga_same_prompt: bool = field(
+        default=False,
+        metadata={
+            "help": "False: gradient accumulation as in TRL (different prompts in each micro-batch). True: the "
+            "paper's GRPO-GA, gradient_accumulation_steps groups of n rollouts of the same prompt per step."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from pods.registry import RULES, RuleError, check_rule
+
+        if self.pods_m is None:
+            raise ValueError(
+                "PODSConfig needs pods_m, the rollouts kept per prompt (2 <= pods_m <= num_generations="
+                f"{self.num_generations}); pods_m == num_generations is vanilla GRPO"
+            )
+        try:
+            check_rule(self.pods_rule, self.num_generations, self.pods_m, RULES)
+        except RuleError as err:
+            names = {"rollout.n": "num_generations", "rollout.m": "pods_m", "rollout.rule": "pods_rule"}
+            msg = f"{err.problem}; fix: {err.fix}"
+            for old, new in names.items():
+                msg = msg.replace(old, new)
+            raise ValueError(f"PODSConfig: {names.get(err.key, err.key)}: {msg}") from None
+        if self.pods_normalize not in ("after", "before"):
+            raise ValueError(
+                f"PODSConfig: pods_normalize={self.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)"
+            )
+
+
+def _pods_option(args: Any, name: str, given: Any, default: Any) -> Any:
+    """A PODS parameter from the trainer keyword or a :class:`PODSConfig` field (which must agree).
+
+    A PODSConfig field left at its default counts as unset, so a keyword may set it.
+    """
+    from_args = None
+    if isinstance(args, PODSConfig):
+        default = next(f.default for f in dataclasses.fields(PODSConfig) if f.name == name)
+        from_args = getattr(args, name, None)
+        from_args = None if from_args == default else from_args
+    if given is not None and from_args is not None and given != from_args:
+        raise ValueError(
+            f"{name}={given!r} was passed to PODSGRPOTrainer but args.{name}={from_args!r}; set it in one place "
+            "(the PODSConfig field or the keyword argument)"
+        )
+    value = given if given is not None else from_args if from_args is not None else default
+    if value is None:
+        raise ValueError(
+            f"PODSGRPOTrainer needs {name} (rollouts kept per prompt group, 2 <= {name} <= num_generations): pass "
+            f"args=PODSConfig(..., {name}=M) or PODSGRPOTrainer(..., {name}=M); {name} == num_generations is GRPO"
+        )
+    return value
+
+
+def _check_pods_geometry(tr: Any) -> None:
+    """Raise ValueError, naming the GRPOConfig field to change, if the batch cannot be down-sampled."""
+    from pods.selectors import RULES
+
+    a = tr.args
+    n, m, ga, spg = tr.num_generations, tr.pods_m, a.gradient_accumulation_steps, a.steps_per_generation
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= n:
+        raise ValueError(f"pods_m={m!r} must be an integer between 1 and num_generations={n}; m == n is vanilla GRPO")
+    if tr.pods_rule not in RULES:
+        raise ValueError(f"pods_rule={tr.pods_rule!r} is not a down-sampling rule; use one of {', '.join(RULES)}")
+    if tr.pods_normalize not in ("after", "before"):
+        raise ValueError(f"pods_normalize={tr.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)")
+    local_rows = a.per_device_train_batch_size * spg  # rows one process generates per round
+    rows_per_prompt = n * tr.pods_grad_accum
+    if local_rows % rows_per_prompt:
+        what = (
+            f"num_generations x gradient_accumulation_steps = {rows_per_prompt}"
+            if tr.pods_grad_accum > 1
+            else f"num_generations={n}"
+        )
+        raise ValueError(
+            f"per_device_train_batch_size x steps_per_generation = {local_rows} rows per process is not a multiple of "
+            f"{what}, so a prompt group would be split across processes; PODS selects within whole groups. Set "
+            f"per_device_train_batch_size to a multiple of num_generations={n} (e.g. {n})"
+        )
+    kept_rows = local_rows // n * m
+    if kept_rows % spg:
+        raise ValueError(
+            f"the {kept_rows} kept rows per process (pods_m={m} of every {n}) do not split into steps_per_generation="
+            f"{spg} equal micro-batches; set per_device_train_batch_size to a multiple of num_generations={n}"
+        )
+    if tr.pods_ga_same_prompt and spg != ga:
+        raise ValueError(
+            f"pods_ga_same_prompt=True generates the GA groups of a prompt in one round, so steps_per_generation "
+            f"({spg}) must equal gradient_accumulation_steps ({ga}); leave steps_per_generation and "
+            "generation_batch_size unset"
+        )
+    if tr.multi_objective_aggregation != "sum_then_normalize":
+        raise ValueError("PODS selects on the summed reward; use multi_objective_aggregation='sum_then_normalize'")
+    if tr.num_iterations != 1:
+        raise ValueError("PODS runs one update per generation (num_iterations=1), as every setting of the paper")
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,31 +552,53 @@ class EpochRepeatSampler(RepeatSampler):
 class PODSGRPOTrainer(GRPOTrainer):
     """TRL's GRPOTrainer with PODS down-sampling between the rewards and the advantages.
 
-    Extra keyword arguments (everything else goes to ``GRPOTrainer``):
+    A drop-in for ``GRPOTrainer``: every ``GRPOConfig`` works as it does in TRL (``max_steps`` or
+    ``num_train_epochs``, ``gradient_accumulation_steps``, ``report_to``, ...), with
+    ``num_generations`` = n rollouts generated per prompt, of which m are kept for the update. The
+    PODS parameters come from a :class:`PODSConfig` (``args=PODSConfig(pods_m=4, ...)``) or from the
+    keyword arguments below (a keyword given in both places must agree).
+
+    Keyword arguments (everything else goes to ``GRPOTrainer``):
         pods_m: rollouts kept per group of n (``args.num_generations``); m == n is vanilla GRPO.
-        pods_rule: a :data:`pods.selectors.RULES` name.
-        pods_normalize: "after" (kept-subset statistics) or "before" (all-n statistics).
-        pods_grad_accum: GA groups of n per prompt per optimizer step (must equal
-            ``args.gradient_accumulation_steps`` and ``args.steps_per_generation``).
-        pods_seed: seeds selection (random rule) and per-prompt rollout sampling.
-        pods_max_steps: bounds the sampler length (the run's max_steps).
-        pods_scheduler_steps: horizon of the LR schedule (default: max_steps).
+        pods_rule: a :data:`pods.selectors.RULES` name (default max_variance).
+        pods_normalize: "after" (kept-subset statistics, default) or "before" (all-n statistics).
+        pods_ga_same_prompt: False (default, TRL's meaning): the ``gradient_accumulation_steps``
+            micro-batches of an optimizer step hold different prompts, one group of n each. True (the
+            paper's GRPO-GA, settings (e)-(f), what ``pods train`` uses): each prompt is generated
+            GA x n times in one round and normalised as GA separate groups of n, so an optimizer step
+            holds ``per_device_train_batch_size / n`` distinct prompts per process, GA groups each.
+        pods_seed: seeds selection (random rule) and per-prompt rollout sampling (default args.seed).
+        pods_max_steps: bounds the sampler length (default ``args.max_steps``; none for epoch-based
+            training, ``max_steps=-1``).
+        pods_scheduler_steps: horizon of the LR schedule (default: HF's number of training steps).
         pods_seeded_generation: sample each prompt group under its own seed (HF backend only).
         pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
         pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
+        pods_base_model: the base model's name for the model card (default: the model config's
+            ``_name_or_path``).
+        pods_grad_accum: legacy spelling of ``pods_ga_same_prompt=True``; must equal
+            ``args.gradient_accumulation_steps``.
+
+    Batch geometry: ``per_device_train_batch_size`` counts *generated* rows (P x n per process and
+    micro-batch, as in TRL); after down-sampling a micro-batch holds P x m rows.
     """
+
+    _tag_names = ["trl", "grpo", "pods"]
+    _name = "GRPO-PODS"
 
     def __init__(
         self,
         *args: Any,
-        pods_m: int,
-        pods_rule: str = "max_variance",
-        pods_normalize: str = "after",
-        pods_grad_accum: int = 1,
-        pods_seed: int = 0,
+        pods_m: int | None = None,
+        pods_rule: str | None = None,
+        pods_normalize: str | None = None,
+        pods_ga_same_prompt: bool | None = None,
+        pods_seed: int | None = None,
         pods_max_steps: int | None = None,
         pods_scheduler_steps: int | None = None,
         pods_seeded_generation: bool = True,
+        pods_base_model: str | None = None,
+        pods_grad_accum: int | None = None,
         pods_logprob_temperature: str = "sampling",
         pods_keep_groups: bool = False,
         **kwargs: Any,
@@ -436,13 +611,9 @@ class PODSGRPOTrainer(GRPOTrainer):
             )
         self.pods_logprob_temperature = pods_logprob_temperature
         self.pods_keep_groups = bool(pods_keep_groups)
-        self.pods_m = int(pods_m)
-        self.pods_rule = pods_rule
-        self.pods_normalize = pods_normalize
-        self.pods_grad_accum = int(pods_grad_accum)
-        self.pods_seed = int(pods_seed)
         self.pods_seeded_generation = pods_seeded_generation
         self.pods_scheduler_steps = pods_scheduler_steps
+        self.pods_base_model = pods_base_model
         self._pods_rewards_per_func: torch.Tensor | None = None
         self.pods_timing: dict[str, float] = defaultdict(float)  # per optimizer step; reset by the controller
         self.pods_last_selection: dict[str, Any] = {}
@@ -452,38 +623,42 @@ class PODSGRPOTrainer(GRPOTrainer):
                 raise TRLCompatError(
                     f"GRPOTrainer no longer sets self.{attr} (trl {_trl_version()}); port pods/trainer.py"
                 )
-        self.pods_max_steps = int(pods_max_steps or self.args.max_steps)
-        n, m, ga = self.num_generations, self.pods_m, self.pods_grad_accum
-        if not 1 <= m <= n:
-            raise ValueError(f"rollout.m={m} must be between 1 and rollout.n={n}; m == n is vanilla GRPO")
-        if self.args.per_device_train_batch_size % n:
-            raise ValueError(
-                f"per_device_train_batch_size={self.args.per_device_train_batch_size} must be a multiple of "
-                f"num_generations={n} so that each process holds whole prompt groups"
-            )
-        if self.args.gradient_accumulation_steps != ga or self.args.steps_per_generation != ga:
-            raise ValueError(
-                f"PODS needs gradient_accumulation_steps == steps_per_generation == pods_grad_accum ({ga}); got "
-                f"{self.args.gradient_accumulation_steps} and {self.args.steps_per_generation} (use build_grpo_config)"
-            )
-        if self.multi_objective_aggregation != "sum_then_normalize":
-            raise ValueError("PODS selects on the summed reward; use multi_objective_aggregation='sum_then_normalize'")
-        if self.num_iterations != 1:
-            raise ValueError("PODS runs one update per generation (num_iterations=1), as every setting of the paper")
+        a = self.args
+        ga = a.gradient_accumulation_steps
+        if pods_grad_accum is not None:
+            if int(pods_grad_accum) != ga:
+                raise ValueError(
+                    f"pods_grad_accum={pods_grad_accum} differs from args.gradient_accumulation_steps={ga}; drop "
+                    "pods_grad_accum (legacy) and pass pods_ga_same_prompt=True for the paper's GRPO-GA grouping"
+                )
+            pods_ga_same_prompt = True if pods_ga_same_prompt is None else pods_ga_same_prompt
+        self.pods_m = _pods_option(a, "pods_m", pods_m, None)
+        self.pods_rule = _pods_option(a, "pods_rule", pods_rule, "max_variance")
+        self.pods_normalize = _pods_option(a, "pods_normalize", pods_normalize, "after")
+        self.pods_ga_same_prompt = bool(_pods_option(a, "pods_ga_same_prompt", pods_ga_same_prompt, False))
+        self.pods_seed = int(a.seed if pods_seed is None else pods_seed)
+        # groups of n rollouts of the same prompt in one generation round (GA in GRPO-GA mode, else 1)
+        self.pods_grad_accum = ga if self.pods_ga_same_prompt else 1
+        max_steps = pods_max_steps if pods_max_steps is not None else a.max_steps
+        self.pods_max_steps = int(max_steps) if max_steps is not None and max_steps > 0 else None
+        _check_pods_geometry(self)
         if self.pods_logprob_temperature == "none":
             reinstall_lm_head(self, temperature=1.0)
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
-        # The LR schedule may span a different horizon than the step cap (see _step_plan).
+        # The LR schedule may span a different horizon than the step cap (see step_plan).
         return super().create_scheduler(self.pods_scheduler_steps or num_training_steps, optimizer)
 
-    # -- data: each prompt repeated n x GA times per generation round --------------------------
+    # -- data: each prompt repeated n times (n x GA in GRPO-GA mode) per generation round -----
     def _get_train_sampler(self, dataset=None):
         dataset = self.train_dataset if dataset is None else dataset
-        rows_per_prompt = self.num_generations * self.pods_grad_accum  # PODS/GA: GA groups of n, same prompt
+        rows_per_prompt = self.num_generations * self.pods_grad_accum
         prompts = self.args.generation_batch_size // rows_per_prompt  # distinct prompts per round, all processes
-        # HF fetches GA dataloader batches of generation_batch_size / num_processes rows per optimizer step
-        total_rows = self.pods_max_steps * self.args.steps_per_generation * self.args.generation_batch_size
+        # HF fetches GA dataloader batches of generation_batch_size / num_processes rows per process per
+        # optimizer step (TRL repeats each generation batch steps_per_generation times in the sampler).
+        total_rows = None
+        if self.pods_max_steps is not None:
+            total_rows = self.pods_max_steps * self.args.gradient_accumulation_steps * self.args.generation_batch_size
         return EpochRepeatSampler(
             dataset,
             mini_repeat_count=rows_per_prompt,
@@ -741,11 +916,153 @@ class PODSGRPOTrainer(GRPOTrainer):
         self._load_from_checkpoint(str(checkpoint))
 
     def remove_console_callbacks(self) -> None:
-        """Drop HF's printer and progress-bar callbacks (the run's own progress bar and logs replace them)."""
+        """Drop HF's printer callback and, unless ``disable_tqdm=False`` was asked for (``trl.disable_tqdm``),
+        its progress bar (the run's own progress line and logs replace them)."""
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-        for cb in (PrinterCallback, ProgressCallback):
-            self.remove_callback(cb)
+        self.remove_callback(PrinterCallback)
+        if self.args.disable_tqdm:
+            self.remove_callback(ProgressCallback)
+
+    # -- model card: cites PODS (TRL's card would cite only GRPO and, for a local model, name no base) --
+    def create_model_card(
+        self,
+        model_name: str | None = None,
+        dataset_name: str | None = None,
+        tags: str | list[str] | None = None,
+    ) -> None:
+        """Write ``README.md`` into ``args.output_dir``: base model, the PODS parameters, PODS/GRPO/TRL citations."""
+        if not self.is_world_process_zero():
+            return
+        text = pods_model_card(
+            base_model=self.pods_base_model or _config_model_id(self.model),
+            model_name=model_name or Path(self.args.output_dir).name,
+            dataset_name=dataset_name,
+            tags=[tags] if isinstance(tags, str) else list(tags or []),
+            n=self.num_generations,
+            m=self.pods_m,
+            rule=self.pods_rule,
+            normalize=self.pods_normalize,
+            ga=self.args.gradient_accumulation_steps,
+            ga_same_prompt=self.pods_ga_same_prompt,
+            tag_names=self._tag_names,
+        )
+        out = Path(self.args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "README.md").write_text(text, encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------
+# Model card
+# --------------------------------------------------------------------------------------------
+PODS_BIBTEX = """@article{xu2025pods,
+    title   = {{Not All Rollouts are Useful: Down-Sampling Rollouts in LLM Reinforcement Learning}},
+    author  = {Yixuan Even Xu and Yash Savani and Fei Fang and J. Zico Kolter},
+    journal = {arXiv preprint arXiv:2504.13818},
+    year    = {2025},
+    url     = {https://arxiv.org/abs/2504.13818},
+}"""
+GRPO_BIBTEX = """@article{shao2024deepseekmath,
+    title   = {{DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models}},
+    author  = {Zhihong Shao and Peiyi Wang and Qihao Zhu and Runxin Xu and Junxiao Song and Mingchuan Zhang and Y. K. Li and Y. Wu and Daya Guo},
+    journal = {arXiv preprint arXiv:2402.03300},
+    year    = {2024},
+}"""
+TRL_BIBTEX = """@software{vonwerra2020trl,
+    title   = {{TRL: Transformer Reinforcement Learning}},
+    author  = {Leandro von Werra and Younes Belkada and Lewis Tunstall and Edward Beeching and Tristan Thrush and Nathan Lambert and Shengyi Huang and Kashif Rasul and Quentin Gallou{\\'e}dec},
+    year    = {2020},
+    url     = {https://github.com/huggingface/trl},
+}"""
+
+
+def _config_model_id(model: Any) -> str | None:
+    config = getattr(model, "config", None)
+    return getattr(config, "_name_or_path", None) or None
+
+
+def pods_model_card(
+    base_model: str | None,
+    model_name: str,
+    dataset_name: str | None,
+    tags: Sequence[str],
+    n: int,
+    m: int,
+    rule: str,
+    normalize: str,
+    ga: int,
+    ga_same_prompt: bool,
+    tag_names: Sequence[str] = ("trl", "grpo", "pods"),
+) -> str:
+    """The model card (README.md) of a PODS checkpoint: front matter, base model, method, citations."""
+    import yaml
+    from transformers import __version__ as tf_version
+
+    import pods
+
+    hub_id = (
+        base_model
+        if base_model and not Path(base_model).exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", base_model)
+        else None
+    )
+    meta: dict[str, Any] = {"library_name": "transformers", "tags": sorted(set(tags) | set(tag_names))}
+    if hub_id:
+        meta["base_model"] = hub_id
+    if dataset_name:
+        meta["datasets"] = [dataset_name]
+    base = (
+        f"[{hub_id}](https://huggingface.co/{hub_id})"
+        if hub_id
+        else f"`{base_model}`"
+        if base_model
+        else "an unnamed model"
+    )
+    ga_text = (
+        f"{ga} groups of n rollouts of the same prompt per optimizer step (the paper's GRPO-GA)"
+        if ga_same_prompt and ga > 1
+        else f"{ga} micro-batch(es) of different prompts per optimizer step"
+    )
+    rule_text = "the max-variance rule of the paper" if rule == "max_variance" else f"the `{rule}` rule"
+    data_text = f" on `{dataset_name}`" if dataset_name else ""
+    return f"""---
+{yaml.safe_dump(meta, sort_keys=False).strip()}
+---
+
+# {model_name}
+
+This model is a fine-tuned version of {base}{data_text}, trained with **GRPO-PODS** (policy optimization
+with down-sampling; Xu et al., [arXiv:2504.13818](https://arxiv.org/abs/2504.13818)) using
+[TRL](https://github.com/huggingface/trl) and the `pods` package (pods-rl {pods.__version__}).
+
+## Training procedure
+
+GRPO-PODS generates n = {n} rollouts per prompt and updates the policy on the m = {m} of them selected by
+{rule_text}; advantages are normalised over the {"kept m" if normalize == "after" else "all n"} rollouts
+(`pods_normalize={normalize}`). Gradient accumulation: {ga_text}.
+{"With n == m this is vanilla GRPO." if n == m else ""}
+
+Framework versions: TRL {_trl_version()}, Transformers {tf_version}, PyTorch {torch.__version__}.
+
+## Citations
+
+Cite PODS:
+
+```bibtex
+{PODS_BIBTEX}
+```
+
+GRPO:
+
+```bibtex
+{GRPO_BIBTEX}
+```
+
+TRL:
+
+```bibtex
+{TRL_BIBTEX}
+```
+"""
 
 
 def _identity(batch: dict) -> dict:
@@ -786,7 +1103,7 @@ def build_grpo_config(
     prompts_local = ro.prompts_per_step // num_processes
     bf16 = use_cuda and cfg.policy.dtype == "bfloat16"
     fp16 = use_cuda and cfg.policy.dtype == "float16"
-    return GRPOConfig(
+    kwargs: dict[str, Any] = dict(
         output_dir=str(output_dir),
         # batch geometry: P x n rows per micro-step, GA micro-steps per generation and per optimizer step
         per_device_train_batch_size=prompts_local * ro.n,
@@ -829,7 +1146,8 @@ def build_grpo_config(
         # (a SmolLM2 step took 297 s instead of about 40 s), so CPU runs turn them off.
         bf16=bf16,
         fp16=fp16,
-        gradient_checkpointing=bool(cfg.policy.gradient_checkpointing) and use_cuda,
+        # transformers 5 renamed gradient_checkpointing (a FutureWarning under the old name)
+        activation_checkpointing=bool(cfg.policy.gradient_checkpointing) and use_cuda,
         use_cpu=not use_cuda,
         # bookkeeping
         seed=cfg.seed,
@@ -844,6 +1162,82 @@ def build_grpo_config(
         dataloader_num_workers=0,
         shuffle_dataset=True,
     )
+    return grpo_config_with_passthrough(kwargs, getattr(cfg, "trl", None) or {})
+
+
+# --------------------------------------------------------------------------------------------
+# The config's `trl:` pass-through section (pods.config.TRL_CONTROLLED / TRL_FIXED / TRL_OPEN)
+# --------------------------------------------------------------------------------------------
+def check_trl_passthrough(section: dict[str, Any]) -> None:
+    """Raise ConfigError for a `trl:` field GRPOConfig does not have or a value it refuses.
+
+    Builds a throw-away GRPOConfig with the fields on top of CPU-safe defaults, so TRL's and HF's own
+    checks run; ``report_to`` names must be installed integrations.
+    """
+    import difflib
+    import tempfile
+
+    from pods.config import ConfigError, check_trl_keys
+
+    check_trl_keys(section)
+    names = [f.name for f in dataclasses.fields(GRPOConfig) if f.init]
+    for name, value in section.items():
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            hint = f"did you mean trl.{close[0]}?" if close else "see the fields of trl.GRPOConfig (TRL docs)"
+            raise ConfigError(f"trl.{name}", value, f"is not a field of trl.GRPOConfig (trl {_trl_version()})", hint)
+    _check_report_to(section.get("report_to"))
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            GRPOConfig(
+                **{"output_dir": tmp, "use_cpu": True, "bf16": False, "activation_checkpointing": False, **section}
+            )
+        except (TypeError, ValueError) as e:
+            keys = ", ".join(f"trl.{k}" for k in section)
+            raise ConfigError(
+                "trl",
+                section,
+                f"TRL refuses these fields ({keys}): {' '.join(str(e).split())}",
+                "fix the value TRL names",
+            ) from None
+
+
+def _check_report_to(report_to: Any) -> None:
+    from transformers.integrations import get_available_reporting_integrations
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    from pods.config import ConfigError
+
+    if report_to is None or report_to in ("none", "all"):
+        return
+    wanted = [report_to] if isinstance(report_to, str) else list(report_to)
+    available = set(get_available_reporting_integrations())
+    for name in wanted:
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ConfigError(
+                "trl.report_to",
+                report_to,
+                f"{name!r} is not a reporting integration of transformers",
+                f"use some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}",
+            )
+        if name not in available:
+            pkg = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}.get(name, name)
+            raise ConfigError(
+                "trl.report_to", report_to, f"{name!r} is not installed", f"pip install {pkg}, or remove {name!r}"
+            )
+
+
+def grpo_config_with_passthrough(kwargs: dict[str, Any], section: dict[str, Any]) -> GRPOConfig:
+    """The GRPOConfig of ``kwargs`` (build_grpo_config's) updated with the config's `trl:` section."""
+    from pods.config import ConfigError, check_trl_keys
+
+    check_trl_keys(section)
+    args = {**kwargs, **section}
+    try:
+        return GRPOConfig(**args)
+    except TypeError as e:  # an unknown field: the load-time check names the closest one
+        check_trl_passthrough(section)
+        raise ConfigError("trl", section, f"is refused by GRPOConfig: {e}", "fix or remove the field") from None
 
 
 def records_to_dataset(records: list[dict]) -> Any:
@@ -883,7 +1277,8 @@ def pods_trainer_kwargs(cfg: TrainConfig, max_steps: int, scheduler_steps: int |
         "pods_m": cfg.rollout.m,
         "pods_rule": cfg.rollout.rule,
         "pods_normalize": cfg.rollout.normalize,
-        "pods_grad_accum": cfg.optim.grad_accum,
+        "pods_ga_same_prompt": True,  # the paper's GRPO-GA: GA groups of n of the same prompt (settings e-f)
+        "pods_base_model": cfg.policy.model,
         "pods_seed": cfg.seed,
         "pods_max_steps": max_steps,
         "pods_scheduler_steps": scheduler_steps,
