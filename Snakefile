@@ -15,6 +15,7 @@ from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
+
 envvars:
     "PATH",
 
@@ -60,6 +61,6 @@ REPORTING = any(arg == "--report" or arg.startswith("--report=") for arg in sys.
 
 
 rule all:
+    default_target: True
     input:
         [f for f in get_final_outputs() if os.path.exists(f)] if REPORTING else get_final_outputs(),
-    default_target: True

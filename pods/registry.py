@@ -55,6 +55,7 @@ def experiment_file(name: str) -> Path | None:
     path = repo_file(f"experiments/{stem}.yaml")
     return path if path.is_file() else None
 
+
 # ----------------------------------------------------------------------------------------------
 # enumerations
 

@@ -13,14 +13,14 @@ rule collect:
         steps=f"{ROOT}/tables/steps.csv",
     log:
         f"{ROOT}/logs/collect.log",
+    conda:
+        "../envs/pods.yaml"
     params:
         # The run directories of the sheet, listed: a manual `pods train` run under the same root
         # (e.g. results/runs/tiny_a/...) is never merged in as an extra seed.
         run_dirs=lambda wildcards, input: [os.path.dirname(s) for s in input.summaries],
         out_dir=lambda wildcards, output: os.path.dirname(output.curves),
         letters=get_letters,
-    conda:
-        "../envs/pods.yaml"
     shell:
         "python -m pods.analysis collect --run-dirs {params.run_dirs:q} --out-dir {params.out_dir}"
         " --letters {params.letters:q} --sheet {input.sheet:q} > {log} 2>&1"
@@ -43,10 +43,10 @@ rule time_to_peak:
         tex=f"{ROOT}/tables/time_to_peak.tex",
     log:
         f"{ROOT}/logs/time_to_peak.log",
-    params:
-        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     conda:
         "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
         "python -m pods.analysis time-to-peak --curves {input.curves} --steps {input.steps}"
         " --paper-steps {input.paper_steps} --out-dir {params.out_dir} > {log} 2>&1"

@@ -18,10 +18,10 @@ rule figure_asymmetry:
         ),
     log:
         f"{ROOT}/logs/figures/{BENCH_FIGURE}.log",
-    params:
-        caption=FIGURES[BENCH_FIGURE],
     conda:
         "../envs/pods.yaml"
+    params:
+        caption=FIGURES[BENCH_FIGURE],
     shell:
         "python {input.script} --bench {input.bench} --out {output.pdf} > {log} 2>&1"
 
@@ -40,9 +40,9 @@ rule figure:
         ),
     log:
         f"{ROOT}/logs/figures/{{name}}.log",
-    params:
-        caption=figure_caption,
     conda:
         "../envs/pods.yaml"
+    params:
+        caption=figure_caption,
     shell:
         "python {input.script} --curves {input.curves} --steps {input.steps} --out {output.pdf} > {log} 2>&1"

@@ -15,10 +15,10 @@ rule download_released:
         logs=directory(RELEASED_DOWNLOAD),
     log:
         "resources/released/download.log",
-    params:
-        url=get_released_url,
     conda:
         "../envs/pods.yaml"
+    params:
+        url=get_released_url,
     shell:
         "python -m pods.released_logs download --url {params.url:q} --dest {output.logs:q}"
         " --manifest {input.manifest:q} --log {log:q}"
@@ -42,10 +42,10 @@ rule released_time_to_peak:
         steps="results/released/steps.csv",
     log:
         "results/released/logs/time_to_peak.log",
-    params:
-        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     conda:
         "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
         # A failed verification is printed (stderr is not redirected), not only logged.
         "python -m pods.released_logs verify {input.logs:q} --manifest {input.manifest:q} > {log}"
@@ -70,9 +70,9 @@ rule released_figure:
         ),
     log:
         "results/released/logs/{name}.log",
-    params:
-        caption=figure_caption,
     conda:
         "../envs/pods.yaml"
+    params:
+        caption=figure_caption,
     shell:
         "python {input.script} --curves {input.curves} --steps {input.steps} --out {output.pdf} > {log} 2>&1"

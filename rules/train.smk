@@ -20,17 +20,17 @@ rule train:
     benchmark:
         # wall time, peak RSS and CPU time of the (last) attempt: the tiny budget's measurement
         f"{ROOT}/logs/train/{{setting}}/{{run}}/seed~{{seed}}.benchmark.tsv"
-    params:
-        launch=get_launcher,
-        run_dir=get_run_dir,
-        overrides=get_overrides,
+    conda:
+        "../envs/pods.yaml"
     threads: get_threads
     resources:
         gpu=get_gpus,
         mem_mb=get_mem_mb,
         runtime=get_runtime,
-    conda:
-        "../envs/pods.yaml"
+    params:
+        launch=get_launcher,
+        run_dir=get_run_dir,
+        overrides=get_overrides,
     shell:
         # >> keeps the log of earlier attempts of a resumed run.
         "{params.launch} train {input.experiment} seed={wildcards.seed} out_dir={params.run_dir}"
@@ -42,14 +42,14 @@ rule bench_asymmetry:
         csv=f"{ROOT}/bench/asymmetry.csv",
     log:
         f"{ROOT}/logs/bench/asymmetry.log",
-    params:
-        args=shlex.join(SCALE["bench"]["args"]),
-    threads: SCALE["bench"]["threads"]
-    resources:
-        gpu=SCALE["bench"]["gpus"],
     benchmark:
         f"{ROOT}/logs/bench/asymmetry.benchmark.tsv"
     conda:
         "../envs/pods.yaml"
+    threads: SCALE["bench"]["threads"]
+    resources:
+        gpu=SCALE["bench"]["gpus"],
+    params:
+        args=shlex.join(SCALE["bench"]["args"]),
     shell:
         "python -m pods bench asymmetry --out {output.csv} {params.args} > {log} 2>&1"

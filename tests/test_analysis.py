@@ -583,9 +583,7 @@ def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
         [{"setting": "a", "role": "baseline", "arm": "grpo", "n": 16, "m": 16, "time_s": 753.0, "steps": 100},
          {"setting": "a", "role": "pods", "arm": "pods", "n": 64, "m": 16, "time_s": 1008.0, "steps": 100}]
     )  # fmt: skip
-    comps = [
-        A.Comparison(s, "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0) for s in "ac"
-    ]
+    comps = [A.Comparison(s, "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0) for s in "ac"]
     table = A.speedup_table(curves, comps, n_boot=4000, steps=steps, paper_steps=paper_steps).set_index("setting")
     a = table.loc["a"]
     # Target 0.99 x 0.9: the baseline reaches it at grid 3 (steps 30, 34: mean 32), PODS at grid 1 (5, 7: 6).
