@@ -123,6 +123,7 @@ __all__ = [
     "TASKS",
     "VARIANTS",
     "answer_block",
+    "code_format_extra",
     "completion_text",
     "eval_format",
     "code_eval_accuracy",
@@ -130,6 +131,8 @@ __all__ = [
     "extract_gold",
     "format_reward",
     "guard_stats",
+    "math_equal",
+    "plain_int",
     "score",
     "tag_count",
     "trl_reward_funcs",
@@ -212,7 +215,7 @@ def _think_answer_bridge(text: str, start: int, limit: int) -> bool:
     return False
 
 
-def _code_format_extra(text: str) -> int | None:
+def code_format_extra(text: str) -> int | None:
     """Characters outside ``re.search(r"<think>.*</think>[ \\n]?<answer>.*</answer>", DOTALL)``; None: no match.
 
     The match starts at the first ``<think>`` (a later start only has fewer options) and, both
@@ -390,7 +393,7 @@ def _normalized_equal(candidate: str, gold: str) -> bool:
     return fa is not None and fb is not None and fa == fb
 
 
-def _plain_int(s: str) -> str | None:
+def plain_int(s: str) -> str | None:
     """Canonical integer if s is a plain ASCII integer in a form math-verify reads as that integer.
 
     math-verify 0.9.0 parses ``05``, ``1,050``, ``-1,050`` but returns nothing for ``+5`` or
@@ -416,10 +419,10 @@ _LASTNUM_HEAD = re.compile(r"[0-9.,]+")
 _LASTNUM_JUN25 = re.compile(r"[0-9]+")
 
 
-def _math_equal(gold: str, candidate: str, mode: str) -> float:
+def math_equal(gold: str, candidate: str, mode: str) -> float:
     """math-verify equivalence (``pods.verifier.verify``), after the integer fast path outside mode 'openr1'."""
     if mode != "openr1":
-        g, c = _plain_int(gold), _plain_int(candidate)
+        g, c = plain_int(gold), plain_int(candidate)
         if g is not None and c is not None:
             return float(g == c)
     return verifier.verify(gold, candidate, mode)
@@ -463,7 +466,7 @@ def _code_correct(text: str, gold: str, number_re: re.Pattern[str]) -> float:
     if _normalized_equal(text, gold):
         return 1.0
     block = answer_block(text)
-    if block is not None and (_normalized_equal(block, gold) or _math_equal(gold, block, "text")):
+    if block is not None and (_normalized_equal(block, gold) or math_equal(gold, block, "text")):
         return 1.0
     last = _last_number(text, number_re)
     return float(last is not None and _normalized_equal(last, gold))
@@ -476,12 +479,12 @@ def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> flo
         return _int_accuracy(text, gold)
     if variant == "paper":
         block = answer_block(text)
-        return _math_equal(gold, _whole_text(text), "text") if block is None else _math_equal(gold, block, "answer")
+        return math_equal(gold, _whole_text(text), "text") if block is None else math_equal(gold, block, "answer")
     if variant == "openr1":
         raw = answer.strip() if task in _GSM8K_TASKS else answer
         if task == "math" and last_boxed(raw) is None:
             raw = "\\boxed{" + raw + "}"
-        return _math_equal(raw, _whole_text(text), "openr1")
+        return math_equal(raw, _whole_text(text), "openr1")
     return _code_correct(text, gold, _LASTNUM_JUN25 if variant == "code_jun25" else _LASTNUM_HEAD)
 
 
@@ -489,7 +492,7 @@ def _components(text: str, gold: str, answer: str, task: str, variant: str) -> t
     acc = _accuracy(text, gold, answer, task, variant)
     if variant in ("paper", "openr1"):
         return acc, format_reward(text), tag_count(text)
-    extra = _code_format_extra(text)
+    extra = code_format_extra(text)
     if variant in ("code_head", "code_sep24"):
         scale = 0.1 if variant == "code_head" else 0.01
         fmt = 0.0 if extra is None else max(0.0, 1.0 - 0.01 * extra)

@@ -220,7 +220,7 @@ _int_forms = st.integers(-(10**30), 10**30).flatmap(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gold=_int_forms, cand=_int_forms)
 def test_integer_fast_path_agrees_with_math_verify(gold, cand):
-    fast = R._math_equal(gold, cand, "text")  # fast path where both forms allow it, else math-verify
+    fast = R.math_equal(gold, cand, "text")  # fast path where both forms allow it, else math-verify
     before = V.stats()
     verified = V.verify(gold, cand, "text")  # math-verify itself
     assert V.stats() == before  # no guard fired
@@ -229,12 +229,12 @@ def test_integer_fast_path_agrees_with_math_verify(gold, cand):
 
 def test_integer_fast_path_agrees_on_equal_values():
     for gold, cand in [("72", "072"), ("1050", "1,050"), ("-1050", "-1,050"), ("-5", "-5"), ("0", "000")]:
-        assert R._plain_int(gold) is not None  # the fast path is taken
-        assert R._plain_int(cand) is not None
-        assert R._math_equal(gold, cand, "text") == 1.0
+        assert R.plain_int(gold) is not None  # the fast path is taken
+        assert R.plain_int(cand) is not None
+        assert R.math_equal(gold, cand, "text") == 1.0
         assert V.verify(gold, cand, "text") == 1.0
-    assert R._plain_int("+5") is None  # math-verify reads these as nothing
-    assert R._plain_int("-05") is None
+    assert R.plain_int("+5") is None  # math-verify reads these as nothing
+    assert R.plain_int("-05") is None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ def test_format_functions_match_reference_regexes(text):
     assert R.format_reward(text) == float(OPENR1_FORMAT.match(text) is not None)
     assert R.eval_format(text) == float(EVAL_FORMAT.match(text) is not None)
     m = CODE_FORMAT.search(text)
-    assert R._code_format_extra(text) == (None if m is None else len(text) - len(m.group(0)))
+    assert R.code_format_extra(text) == (None if m is None else len(text) - len(m.group(0)))
     assert R.tag_count(text) == ref_tags(text)
     assert R.answer_block(text) == ref_answer_block(text)
 
