@@ -167,7 +167,6 @@ def _check_finished(run_dir: Path) -> None:
 
 
 def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -> tuple[list, dict]:
-    _check_finished(run_dir)
     cfg = _load_json(run_dir / "config.json", ": the trainer writes it first; rerun the run")
     if not isinstance(cfg, dict) or not isinstance(cfg.get("rollout"), dict):
         raise AnalysisInputError(
@@ -237,6 +236,7 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
             t_grid = grid_of(t_last, step_last, ceil=True)[1]
             value = grp["completion_len_mean"].mean()
             rows.append(_row(ident, k, t_grid, t_last, step_last, "train", "completion_len_mean", value, run_dir))
+    _check_finished(run_dir)  # after the analysis's own reading, whose messages are more specific
     return rows, step_row
 
 

@@ -95,7 +95,8 @@ def write_run(
         for s in range(1, int(horizon // step_s) + 1)
     ]
     (d / "metrics.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
-    (d / "summary.json").write_text("{}")
+    # what the trainer writes last: a finished summary that agrees with the logs (collect checks it)
+    (d / "summary.json").write_text(json.dumps({"status": "finished", "steps": len(steps), "n_evals": len(evals)}))
     return d
 
 
@@ -317,6 +318,7 @@ def test_load_runs_grid_arms_and_lengths(tmp_path):
     d = write_run(root, "a_toy", 4, 4, 9, [0.2, 0.3, 0.4, 0.5, 0.6], extra_eval=extra)
     with (d / "eval.jsonl").open("a") as fh:
         fh.write('{"step": 50, "time_s"')
+    (d / "summary.json").unlink()  # a killed run never wrote its summary (a finished one is checked whole)
     df = A.load_runs(root)
     assert list(df.columns) == A.CURVE_COLUMNS
     assert set(df["arm"]) == {"grpo", "grpo_ga", "pods", "pods_random", "pods_before"}

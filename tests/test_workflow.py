@@ -233,7 +233,7 @@ def fake_finished_run(run_dir: Path, setting: str, n: int, m: int, seed: int) ->
     evals = [{"step": k, "time_s": 8.0 * k, "dataset": "arith", "accuracy": 0.1 * k} for k in range(3)]
     (run_dir / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
     (run_dir / "metrics.jsonl").write_text(json.dumps({"step": 1, "time_s": 8.0}) + "\n")
-    (run_dir / "summary.json").write_text("{}")
+    (run_dir / "summary.json").write_text(json.dumps({"status": "finished", "steps": 1, "n_evals": len(evals)}))
 
 
 def test_collect_ignores_a_manual_run_under_the_results_root(tmp_path, workdir, dry_runs):
