@@ -407,6 +407,7 @@ def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, globa
 
     def per_step(total: float) -> float | None:
         return total / steps if steps else None
+
     final = {}
     best = {}
     for row in evals:

@@ -54,8 +54,9 @@ def test_tiny_scale_budget_has_no_wall_clock():
         over = tiny_scale_overrides(letter)
         assert over.get("budget.max_time_s", "unset") is None, (letter, over)
         assert over.get("eval.every_s", "unset") is None, (letter, over)
-        assert isinstance(over.get("budget.max_steps"), int) and over["budget.max_steps"] > 0, (letter, over)
-        assert isinstance(over.get("eval.every_steps"), int) and over["eval.every_steps"] > 0, (letter, over)
+        for key in ("budget.max_steps", "eval.every_steps"):
+            assert isinstance(over.get(key), int), (letter, key, over)
+            assert over[key] > 0, (letter, key, over)
         assert over["budget.max_steps"] % over["eval.every_steps"] == 0, "the last step should be on the grid"
 
 
@@ -79,9 +80,11 @@ def test_tiny_scale_arm_is_deterministic(tiny_policy_dir, tmp_path):
 
     def run(name):
         cfg = load_config(
-            REPO / "experiments" / "tiny_a.yaml", [f"policy.model={tiny_policy_dir}", f"out_dir={tmp_path / name}", *args]
+            REPO / "experiments" / "tiny_a.yaml",
+            [f"policy.model={tiny_policy_dir}", f"out_dir={tmp_path / name}", *args],
         )
-        assert cfg.budget.max_time_s is None and cfg.eval.every_s is None
+        assert cfg.budget.max_time_s is None
+        assert cfg.eval.every_s is None
         return train(cfg)
 
     a, b = run("a"), run("b")
@@ -95,8 +98,10 @@ def test_tiny_scale_arm_is_deterministic(tiny_policy_dir, tmp_path):
     import json
 
     summary = json.loads((a / "summary.json").read_text())
-    assert summary["stop_reason"] == "max_steps" and summary["steps"] == 4
+    assert summary["stop_reason"] == "max_steps"
+    assert summary["steps"] == 4
     # the seconds are measured beside the step budget: s/step and its split
     for key in ("s_per_step", "gen_s_per_step", "update_s_per_step", "reward_s_per_step"):
-        assert summary[key] is not None and summary[key] >= 0, key
+        assert summary[key] is not None, key
+        assert summary[key] >= 0, key
     assert summary["gen_s_per_step"] + summary["update_s_per_step"] == pytest.approx(summary["s_per_step"], rel=1e-6)
