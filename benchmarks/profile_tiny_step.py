@@ -19,7 +19,9 @@ pods.run (build_run, run_training). The split of a step:
 Evaluation: seconds per evaluated set per evaluation (eval.jsonl). Start-up: a fresh interpreter
 importing what ``python -m pods train`` imports, and, in this process, building the run (model,
 data, trainer). The first step is reported apart (warm-up); the table averages the others.
-On a shared machine only ratios measured side by side in one process mean much.
+On a shared machine only ratios measured side by side in one process mean much, and the arm that
+runs first in the process has measured slower than the same arm run second (warm-up, load): use
+``--repeats 2`` (A B A B) and compare the later repeats.
 """
 
 from __future__ import annotations
@@ -77,7 +79,9 @@ class Timers:
         return timed
 
 
-def profile_arm(role: str, steps: int, eval_examples: int, out_root: Path, cprofile: int) -> dict:
+def profile_arm(
+    role: str, steps: int, eval_examples: int, out_root: Path, cprofile: int, model: str | None = None
+) -> dict:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
     from transformers import TrainerCallback
 
@@ -95,6 +99,7 @@ def profile_arm(role: str, steps: int, eval_examples: int, out_root: Path, cprof
         "eval.every_steps": steps,
         "eval.max_examples": eval_examples,
         "checkpoint.every_steps": 10 * steps,
+        **({"policy.model": model} if model else {}),
     }
     args = [f"{k}={'null' if v is None else v}" for k, v in over.items()]
     run_dir = out_root / f"{role}_n{arm.n}_m{arm.m}"
@@ -185,15 +190,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=6, help="optimizer steps per arm (the first is reported apart)")
     ap.add_argument("--arms", nargs="+", default=["baseline", "pods"], choices=["baseline", "pods"])
     ap.add_argument("--eval-examples", type=int, default=200, help="examples per evaluated set (the YAML: 200)")
+    ap.add_argument("--repeats", type=int, default=1, help="run the arms this many times, interleaved (A B A B ...)")
     ap.add_argument("--cprofile", type=int, default=0, help="also print the top N functions of a cProfile")
+    ap.add_argument("--model", help="policy.model instead of the YAML's tiny:llama-arith (tests)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
 
     imports = startup_imports_s()
     results = []
     with tempfile.TemporaryDirectory(prefix="pods-profile-") as tmp:
-        for role in args.arms:
-            results.append(profile_arm(role, args.steps, args.eval_examples, Path(tmp), args.cprofile))
+        for rep in range(args.repeats):
+            for role in args.arms:
+                out = Path(tmp) / f"rep{rep}"
+                res = profile_arm(role, args.steps, args.eval_examples, out, args.cprofile, args.model)
+                res["arm"] += f" #{rep + 1}" if args.repeats > 1 else ""
+                results.append(res)
 
     print(f"\nstart-up: imports of `python -m pods train` in a fresh interpreter {imports:.1f} s")
     keys = ("step", "gen", "reward", "update", "bookkeeping")
