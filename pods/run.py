@@ -167,7 +167,7 @@ class RunController(TrainerCallback):
             self._bar = tqdm(total=budget.max_steps, initial=global_step, unit="step", desc="train", dynamic_ncols=True)
 
     def _eval_due(self, step: int) -> tuple[bool, int | None]:
-        """Whether the evaluation grid (in steps, for tests, or in seconds of training time) is crossed."""
+        """Whether the evaluation grid (in steps: the tiny scale, tests; or in training seconds) is crossed."""
         ecfg = self.cfg.eval
         if ecfg.every_steps:
             if step >= self.next_grid * ecfg.every_steps:
