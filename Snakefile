@@ -16,8 +16,15 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
+# The workflow keeps its built tiny models inside the project (resources/models, gitignored) unless
+# $PODS_CACHE says otherwise; its jobs inherit the variable, so the build rule's output and the
+# runs' model loading (pods.models.cache_root) name the same folder.
+os.environ.setdefault("PODS_CACHE", os.path.join(workflow.basedir, "resources", "models"))
+
+
 envvars:
     "PATH",
+    "PODS_CACHE",
 
 
 # Rules run `python -m pods ...`: make that the interpreter Snakemake itself runs under (the project's

@@ -40,7 +40,7 @@ for ax, (s, groups, kind) in zip(axes.flat, panels, strict=False):
     ds = F.A.primary_dataset(curves, s)
     ds = ds if len(F.A.select(evald, dataset=ds)) else "train"
     F.curve_panel(ax, curves, s, groups, dataset=ds, metric=L)
-    ax.set_title(f"{F.title(curves, s)}{' rules' if kind == 'rules' else ''} [{F.DATASET_LABEL.get(ds, ds)}]")
+    ax.set_title(f"{F.title(curves, s)}{' rules' if kind == 'rules' else ''}\n[{F.DATASET_LABEL.get(ds, ds)}]")
 for ax in list(axes.flat)[max(len(panels), 1) :]:
     ax.set_visible(False)
 F.save(fig, args.out)

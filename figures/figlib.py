@@ -43,7 +43,17 @@ ARM_COLOR = {
     "pods_percentile": "#C37AB7",
     "pods_before": "#F39458",
 }
-DATASET_LABEL = {"gsm8k": "GSM8K", "gsm8k_platinum": "GSM8K Platinum", "math": "MATH-500", "train": "training rollouts"}
+DATASET_LABEL = {
+    "gsm8k": "GSM8K",
+    "gsm8k_platinum": "GSM8K Platinum",
+    "math": "MATH-500",
+    "train": "training rollouts",
+    # the tiny analogues (pods.registry TRANSFER_ANALOGUES for Fig. 7)
+    "arith": "2-digit arithmetic test",
+    "arith_heldout": "held-out 2-digit arithmetic (GSM8K Platinum analogue)",
+    "arith_hard": "3-digit arithmetic (MATH-500 analogue)",
+    "arith_mc": "arithmetic multiple-choice test",
+}
 PALETTE = ["#CF4D58", "#F39458", "#5894DB", "#4CC388", "#C37AB7", "#8C8C8C"]
 
 
@@ -106,10 +116,16 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy") -> Non
         ax.fill_between(
             c["time_s"] / scale, (c["lo"] * pct).clip(0, top), (c["hi"] * pct).clip(0, top), color=color, alpha=0.25
         )
-    later = [c[c["time_s"] > 0] for _, c, _ in curves]
-    lo, hi = min(x["lo"].min() for x in later) * pct, max(x["hi"].max() for x in later) * pct
-    if hi > lo:  # like the paper: the y-range follows t > 0, the base-model point may sit below
-        ax.set_ylim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
+    if pct == 1.0:
+        # Lengths: the whole range from 0 tokens, so that a drift of one token reads as one token.
+        top = max(c["hi"].max() for _, c, _ in curves)
+        ax.set_ylim(0, max(top, 1.0) * 1.08)
+    else:
+        later = [c[c["time_s"] > 0] for _, c, _ in curves]
+        later = [x for x in later if len(x)] or [c for _, c, _ in curves]
+        lo, hi = min(x["lo"].min() for x in later) * pct, max(x["hi"].max() for x in later) * pct
+        if hi > lo:  # like the paper: the y-range follows t > 0, the base-model point may sit below
+            ax.set_ylim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
     ax.set_xlim(0, None)
     ax.set_xlabel(f"training time ({unit})")
     ax.set_ylabel("test accuracy (%)" if pct == 100 else "completion length (tokens)")

@@ -19,9 +19,18 @@ Tasks (the default source of each split; every split also reads a local JSON-lin
 | math | hub `EleutherAI/hendrycks_math`, 7 subsets, train, concatenated, `shuffle(seed=42)` | hub `HuggingFaceH4/MATH-500` | bare answer (last `\\boxed{}` of the solution) |
 | chemistry | hub `hicai-zju/SciKnowEval`, Chemistry & L3, 4-option items, seeded 80/20 split | the other 20% | letter A-D |
 | gsm8k_platinum | none (evaluation only) | hub `madrylab/gsm8k-platinum` (main, test) | full answer text with `#### N` |
-| arith | generated: 2-digit `a+b` / `a-b` (a >= b), all problems not in test | 500 fixed problems | integer string |
+| arith | generated: 2-digit `a+b` / `a-b` (a >= b), all problems not in test or arith_heldout | 500 fixed problems | integer string |
 | arith_hard | generated: 3-digit `a+b` / `a-b` (a >= b), 20,000 by default | 500 fixed problems | integer string |
 | arith_mc | generated: `arith` problems with value >= 30 as 4-option multiple choice over decades | 500 fixed problems | letter A-D |
+| arith_heldout | none (evaluation only) | 256 2-digit problems in no training set (below) | integer string |
+
+arith_heldout, the tiny analogue of GSM8K-Platinum (a second test set of the training task's kind):
+the 256 problems that the warm start of the tiny `arith` models (pods.models, seed 0, `val_size`
+256) held out of supervised training to decide when to stop, i.e. the first 256 of the seed-0
+order of the `arith` problems not in test. No tiny model was trained on them (they only chose its
+stopping step), the RL training split of `arith` excludes them, and they are disjoint from the
+`arith` test set. The warm start itself still reads the full pre-split order
+(`warm_start_train`), so the cached tiny models do not change.
 
 Expected fields of a local JSON-lines file (one object per line):
   gsm8k, gsm8k_platinum: `question`, `answer` (the GSM8K answer text with `#### N`, or a bare number).
@@ -107,6 +116,7 @@ SPLITS = ("train", "test")
 PROMPT_STYLES = registry.PROMPT_STYLES
 MATH_GOLD = registry.MATH_GOLD
 SYNTHETIC_TASKS = registry.SYNTHETIC_TASKS
+GENERATED_TASKS = registry.GENERATED_TASKS  # the synthetic tasks and their eval-only sets
 TASKS = registry.TASK_NAMES
 
 # Version of the synthetic generators: bump it whenever the generated problems, prompts or solutions
@@ -116,6 +126,9 @@ SYNTHETIC_VERSION = 1
 SYNTH_TEST_SIZE = 500
 SYNTH_TEST_SEED = 1234
 ARITH_HARD_TRAIN_SIZE = 20_000
+# arith_heldout: the problems the seed-0 warm start of the tiny arith models held out (TinySpec.val_size).
+ARITH_HELDOUT_SIZE = 256
+ARITH_HELDOUT_SEED = 0
 # Chemistry split (PAPER.md §6 [GAP]): fixed seed and test fraction, independent of the run seed.
 CHEM_SPLIT_SEED = 42
 CHEM_TEST_FRACTION = 0.2
@@ -227,8 +240,11 @@ def _synthetic_record(task: str, a: int, op: str, b: int, rng: random.Random) ->
     }
 
 
-def synthetic_problems(task: str, split: str, seed: int = 0) -> list[tuple[int, str, int]]:
-    """The (a, op, b) triples of a synthetic split; test is fixed, train excludes every test triple."""
+def synthetic_problems(
+    task: str, split: str, seed: int = 0, exclude_heldout: bool = True
+) -> list[tuple[int, str, int]]:
+    """The (a, op, b) triples of a synthetic split; test is fixed, train excludes every test triple
+    (and, for arith unless `exclude_heldout` is false, every arith_heldout triple)."""
     digits = 3 if task == "arith_hard" else 2
     test_rng = random.Random(SYNTH_TEST_SEED + digits)
     if digits == 2:
@@ -259,6 +275,9 @@ def synthetic_problems(task: str, split: str, seed: int = 0) -> list[tuple[int, 
                 train_set[p] = None
         train = list(train_set)
     assert banned.isdisjoint(train), "synthetic train and test overlap"
+    if task == "arith" and exclude_heldout:
+        heldout = set(_arith_heldout())
+        train = [p for p in train if p not in heldout]
     return train
 
 
@@ -267,6 +286,32 @@ def _load_synthetic(task: str, split: str, seed: int) -> list[dict]:
     # Options of arith_mc come from a per-split RNG so that a record is a function of (split, seed).
     rng = random.Random(f"{task}-{split}-{seed if split == 'train' else SYNTH_TEST_SEED}")
     return [_synthetic_record(task, a, op, b, rng) for a, op, b in problems]
+
+
+def _arith_heldout() -> list[tuple[int, str, int]]:
+    """The arith_heldout problems: the first ARITH_HELDOUT_SIZE of the seed-0 warm-start order."""
+    return synthetic_problems("arith", "train", seed=ARITH_HELDOUT_SEED, exclude_heldout=False)[:ARITH_HELDOUT_SIZE]
+
+
+def _load_generated(task: str, split: str, seed: int) -> list[dict]:
+    if task == "arith_heldout":
+        if split != "test":
+            raise DataError("arith_heldout is an evaluation-only set: use split='test' (train on arith)")
+        # Records exactly as arith writes them (ids `arith:a+b`: one id space across the 2-digit sets).
+        return [_synthetic_record("arith", a, op, b, random.Random(0)) for a, op, b in _arith_heldout()]
+    return _load_synthetic(task, split, seed)
+
+
+def warm_start_train(task: str, seed: int = 0) -> list[dict]:
+    """Training records of a tiny model's supervised warm start (pods.models): the task's training
+    problems in the seed's order, with arith_heldout still in them (the warm start holds its first
+    `val_size` problems out itself). Unchanged since the tiny models were built."""
+    problems = synthetic_problems(task, "train", seed, exclude_heldout=False)
+    rng = random.Random(f"{task}-train-{seed}")
+    return [
+        {"prompt": make_prompt(r["question"], "plain"), **r}
+        for r in (_synthetic_record(task, a, op, b, rng) for a, op, b in problems)
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -495,9 +540,9 @@ def load_task(
     if max_prompt_length is not None and tokenizer is None:
         raise DataError("max_prompt_length needs the policy's tokenizer (pass tokenizer=...)")
 
-    if name in SYNTHETIC_TASKS and path is None:
-        records = _load_synthetic(name, split, seed)
-    elif name in SYNTHETIC_TASKS:
+    if name in GENERATED_TASKS and path is None:
+        records = _load_generated(name, split, seed)
+    elif name in GENERATED_TASKS:
         rows = _read_jsonl(Path(path))
         records = [
             {

@@ -347,8 +347,9 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool) -> Path:
     model = AutoModelForCausalLM.from_config(_tiny_config(spec, tokenizer), dtype=torch.float32)
     n_params = sum(p.numel() for p in model.parameters())
 
-    train = pdata.load_task(spec.task, "train", prompt_style="plain", seed=spec.seed)
-    # The stopping rule looks at held-out *training* problems, never at the test set.
+    train = pdata.warm_start_train(spec.task, seed=spec.seed)
+    # The stopping rule looks at held-out *training* problems, never at the test set (for arith at
+    # seed 0 these val_size problems are the eval-only set arith_heldout, pods.data).
     val, train = train[: spec.val_size], train[spec.val_size :]
     gen = torch.Generator().manual_seed(spec.seed)
     batches = _sft_batches(train, tokenizer, spec.sft_batch_size, gen)

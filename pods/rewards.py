@@ -20,7 +20,7 @@ Tests: ``pytest tests/test_rewards.py tests/test_hostile_text.py``. Other public
   and would give ``\\frac{1`` (PAPER.md §7). Without a ``\\boxed`` (MATH-500's bare ``answer``
   field, or when the last ``\\boxed{`` is never closed) the string is the gold as it is.
 - ``chemistry``, ``arith_mc``: one letter A-D (``B``, ``b``, ``(B)`` accepted), else ValueError.
-- ``arith``, ``arith_hard``: an ASCII integer such as ``85`` or ``-7``, else ValueError.
+- ``arith``, ``arith_hard``, ``arith_heldout``: an ASCII integer such as ``85`` or ``-7``, else ValueError.
 
 Accuracy (1.0/0.0). The "answer block" is the text after the LAST ``<answer>`` up to the next
 ``</answer>`` (or to the end if it is never closed), stripped: the official ``extract_xml_answer``.
@@ -158,7 +158,7 @@ MAX_TOTAL = {"paper": 3.0, "openr1": 3.0, "code_head": 1.2, "code_sep24": 1.02, 
 _GSM8K_TASKS = ("gsm8k", "gsm8k_platinum")
 _MATH_TASKS = (*_GSM8K_TASKS, "math")
 _LETTER_TASKS = ("chemistry", "arith_mc")
-_INT_TASKS = ("arith", "arith_hard")
+_INT_TASKS = ("arith", "arith_hard", "arith_heldout")
 
 # code_* whole-completion candidate: longer texts are not normalised (see docstring).
 _MAX_WHOLE_TEXT_CHARS = 2000

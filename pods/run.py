@@ -129,6 +129,7 @@ class RunController(TrainerCallback):
         self.totals = defaultdict(float, st.get("totals", {}))
         self._t0 = 0.0
         self._pending: dict[str, float] = {}
+        self.startup_s: float | None = None  # process start -> first step of this session (imports, loading)
         self._bar = None
 
     # -- helpers -------------------------------------------------------------------------------
@@ -213,7 +214,7 @@ class RunController(TrainerCallback):
             self._bar = tqdm(total=budget.max_steps, initial=global_step, unit="step", desc="train", dynamic_ncols=True)
 
     def _eval_due(self, step: int) -> tuple[bool, int | None]:
-        """Whether the evaluation grid (in steps, for tests, or in seconds of training time) is crossed."""
+        """Whether the evaluation grid (in steps: the tiny scale, tests; or in training seconds) is crossed."""
         ecfg = self.cfg.eval
         if ecfg.every_steps:
             if step >= self.next_grid * ecfg.every_steps:
@@ -229,6 +230,7 @@ class RunController(TrainerCallback):
 
     # -- callback events -----------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
+        self.startup_s = _seconds_since_process_start()
         if self.acc.is_main_process and progress_enabled():
             self._open_bar(state.global_step)
         if self.evals_done == 0:  # PAPER §3.5: the base model at t = 0
@@ -256,6 +258,7 @@ class RunController(TrainerCallback):
         }
         self.totals["gen_time_s"] += gen
         self.totals["update_time_s"] += max(dt - gen, 0.0)
+        self.totals["reward_time_s"] += timing.get("reward_s", 0.0)
         step = state.global_step
         budget = self.cfg.budget
         due, grid_index = self._eval_due(step)
@@ -315,6 +318,15 @@ class RunController(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self._bar is not None:
             self._bar.close()
+
+
+def _seconds_since_process_start() -> float | None:
+    try:
+        import psutil
+
+        return time.time() - psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - a measurement only: never fail a run over it
+        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,10 +485,22 @@ def summary_identity(cfg: TrainConfig) -> dict:
 
 
 def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, global_step: int, wall_s: float) -> None:
-    """Write summary.json (last): stop reason, steps, training time, accuracies, peak memory."""
+    """Write summary.json (last): stop reason, steps, training time, accuracies, peak memory.
+
+    Seconds per step and its split (the measurement beside a step budget): ``s_per_step`` =
+    ``gen_s_per_step`` (generation) + ``update_s_per_step`` (everything else in the step: reward
+    scoring, ``reward_s_per_step``, is part of it, with the update and TRL's bookkeeping); evaluation
+    (``eval_time_s``) and start-up (``startup_s``: process start to the first step of the last
+    session) are outside the steps.
+    """
     metrics = logger.metrics()
     evals = logger.evals()
     steps = metrics[-1]["step"] if metrics else global_step
+    totals = {k: ctl.totals.get(k, 0.0) for k in ("gen_time_s", "update_time_s", "reward_time_s")}
+
+    def per_step(total: float) -> float | None:
+        return total / steps if steps else None
+
     final = {}
     best = {}
     for row in evals:
@@ -488,10 +512,13 @@ def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, globa
             "stop_reason": ctl.stop_reason,
             "steps": steps,
             "time_s": ctl.train_time_s,
-            "s_per_step": ctl.train_time_s / steps if steps else None,
-            "gen_time_s": ctl.totals.get("gen_time_s", 0.0),
-            "update_time_s": ctl.totals.get("update_time_s", 0.0),
+            "s_per_step": per_step(ctl.train_time_s),
+            "gen_s_per_step": per_step(totals["gen_time_s"]),
+            "update_s_per_step": per_step(totals["update_time_s"]),
+            "reward_s_per_step": per_step(totals["reward_time_s"]),
+            **totals,
             "eval_time_s": ctl.totals.get("eval_time_s", 0.0),
+            "startup_s": ctl.startup_s,
             "wall_s_last_session": wall_s,
             "n_evals": len(evals),
             "final_accuracy": final,

@@ -7,6 +7,7 @@
 # (Paramspace-like `key~value` names, STYLE.md §3.3). Its `summary.json` is what the train step
 # declares as output: the trainer writes it last, so its presence means "finished".
 import os
+import re
 import shlex
 
 import pandas as pd
@@ -176,6 +177,9 @@ def get_train_input(wildcards):
     run_overrides(wildcards)  # an unknown run fails here, before anything is scheduled
     experiment = experiment_of(wildcards.setting)
     files = {"experiment": experiment}
+    tiny = tiny_model_of(wildcards)
+    if tiny:  # the build_tiny_model job of its model (rules/train.smk)
+        files["tiny_model"] = tiny_model_card(tiny)
     accelerate_config = experiment_hardware(experiment).get("accelerate_config")
     if accelerate_config:
         files["accelerate_config"] = accelerate_config
@@ -212,6 +216,52 @@ def get_mem_mb(wildcards):
 
 def get_runtime(wildcards):
     return setting_of(wildcards)["runtime_min"]
+
+
+# ---------------------------------------------------------------------------- tiny models
+# A run whose policy is `tiny:<name>` (the tiny and smoke scales) needs the project-built model in the
+# cache of pods.models (cache_root(): $PODS_CACHE, which the Snakefile sets to resources/models unless
+# it is set already). Building it is a job of
+# the DAG (rule build_tiny_model), whose output is the model's card, written last by the build.
+# Relative to the working directory, as Snakemake prefers paths (--lint flags absolute ones).
+TINY_CACHE = os.path.relpath(os.environ["PODS_CACHE"])
+
+
+def tiny_model_card(name):
+    return f"{TINY_CACHE}/tiny/{name}/pods_tiny.json"
+
+
+def tiny_model_of_run(setting, overrides):
+    """`<name>` of a run's `tiny:<name>` policy (its overrides, else its experiment YAML), else None."""
+    spec = None
+    for item in overrides:
+        if item.startswith("policy.model="):
+            spec = item.split("=", 1)[1]
+    if spec is None:
+        spec = (read_experiment(experiment_of(setting)).get("policy") or {}).get("model")
+    spec = str(spec or "")
+    return spec[len("tiny:") :] if spec.startswith("tiny:") else None
+
+
+def tiny_model_of(wildcards):
+    return tiny_model_of_run(wildcards.setting, run_overrides(wildcards))
+
+
+def bench_tiny_model():
+    """`<name>` of the Fig. 1 benchmark's `tiny:<name>` model (--model, default tiny:llama-arith), else None."""
+    args = list(SCALE["bench"].get("args", []))
+    spec = args[args.index("--model") + 1] if "--model" in args[:-1] else "tiny:llama-arith"
+    return spec[len("tiny:") :] if spec.startswith("tiny:") else None
+
+
+def get_bench_input(wildcards):
+    tiny = bench_tiny_model()
+    return {"tiny_model": tiny_model_card(tiny)} if tiny else {}
+
+
+# The tiny models this scale's runs and benchmark use (one build job each).
+_USED = [tiny_model_of_run(arm.setting, _run_overrides(arm)) for arm in SHEET] + [bench_tiny_model()]
+TINY_MODELS = sorted({name for name in _USED if name})
 
 
 # ---------------------------------------------------------------------------- aggregation

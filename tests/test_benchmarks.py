@@ -259,3 +259,28 @@ def test_entry_point_runs_the_package_benchmark(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "kappa" in res.stdout
+
+
+# ----------------------------------------------------------------------------- profile_tiny_step
+
+
+def test_profile_tiny_step_splits_the_step(tiny_policy_dir, tmp_path):
+    """The profile trains the tiny (a) baseline arm under the tiny scale's overrides and splits each
+    step into generation + reward + update + bookkeeping (which add up to the step)."""
+    import json
+
+    import profile_tiny_step
+
+    out = tmp_path / "profile.json"
+    args = ["--steps", "2", "--arms", "baseline", "--eval-examples", "2", "--model", str(tiny_policy_dir)]
+    assert profile_tiny_step.main([*args, "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["imports_s"] > 0
+    (arm,) = res["arms"]
+    assert arm["arm"] == "baseline n=16 m=16"
+    step = arm["mean_step"]
+    parts = step["gen"] + step["reward"] + step["update"] + step["bookkeeping"]
+    assert parts == pytest.approx(step["step"])
+    assert step["gen"] > 0
+    assert step["update"] > 0
+    assert set(arm["eval_s_per_set"]) == {"arith", "arith_heldout", "arith_hard"}

@@ -30,13 +30,49 @@ def test_synthetic_deterministic_and_disjoint(task):
     # ids name the arithmetic problem, so disjoint ids mean no test problem is trained on.
     assert {r["id"] for r in train}.isdisjoint({r["id"] for r in test})
     assert len({r["id"] for r in train}) == len(train)
-    if task == "arith":  # every 2-digit problem is either train or test
-        assert len(train) + len(test) == 90 * 90 + 90 * 91 // 2
+    if task == "arith":  # every 2-digit problem is train, test or arith_heldout
+        heldout = data.load_task("arith_heldout", "test", prompt_style="plain")
+        assert len(train) + len(test) + len(heldout) == 90 * 90 + 90 * 91 // 2
         assert {r["id"] for r in train} == {r["id"] for r in other}
     if task == "arith_mc":  # gold letters are uniform, so guessing scores 25%
         for split in (train, test):
             counts = [sum(r["answer"] == L for r in split) / len(split) for L in data.LETTERS]
             assert all(0.2 < c < 0.3 for c in counts), counts
+
+
+def test_arith_heldout_is_in_no_training_set():
+    """arith_heldout (the tiny GSM8K-Platinum analogue): disjoint from arith test and from the RL
+    training split at any seed; exactly the problems the tiny models' warm start held out."""
+    heldout = data.load_task("arith_heldout", "test", prompt_style="plain")
+    ids = {r["id"] for r in heldout}
+    assert len(ids) == len(heldout) == data.ARITH_HELDOUT_SIZE
+    assert ids.isdisjoint(r["id"] for r in data.load_task("arith", "test", prompt_style="plain"))
+    for seed in (0, 1, 7):
+        assert ids.isdisjoint(r["id"] for r in data.load_task("arith", "train", prompt_style="plain", seed=seed))
+    assert heldout == data.load_task("arith_heldout", "test", prompt_style="plain", seed=5)  # no run seed
+    # pods.models holds out the first TinySpec.val_size warm-start problems of the seed-0 order
+    from pods.models import TINY_MODELS
+
+    for name in ("llama-arith", "qwen2-arith"):
+        spec = TINY_MODELS[name]
+        assert (spec.task, spec.seed, spec.val_size) == ("arith", data.ARITH_HELDOUT_SEED, data.ARITH_HELDOUT_SIZE)
+    warm = data.warm_start_train("arith", seed=0)
+    assert [r["id"] for r in warm[: data.ARITH_HELDOUT_SIZE]] == [r["id"] for r in heldout]
+    for r in heldout:
+        assert r["answer"] == str(eval(r["question"].rstrip("=")))  # noqa: S307 - '47+38' style
+    with pytest.raises(data.DataError, match="evaluation-only"):
+        data.load_task("arith_heldout", "train")
+
+
+def test_warm_start_data_unchanged():
+    """The tiny models' supervised warm start reads the same problems, in the same order, as when the
+    cached models were built (ids hashed before arith_heldout was split off arith's training set)."""
+    import hashlib
+
+    expected = {"arith": "318ff95273e5ab5e", "arith_hard": "5dbaa6884364c7c5", "arith_mc": "492db049f1b1ebfc"}
+    for task, digest in expected.items():
+        ids = "\n".join(r["id"] for r in data.warm_start_train(task, seed=0))
+        assert hashlib.sha1(ids.encode()).hexdigest()[:16] == digest, task
 
 
 @pytest.mark.parametrize("task", SYNTH)

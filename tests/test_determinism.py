@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from pods.run import train
 from pods.runlog import read_jsonl
 
 TIMING = {"time_s", "gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "peak_mem_mb", "eval_time_s"}
+REPO = Path(__file__).resolve().parents[1]
 RUN = ("budget.max_steps=3", "eval.every_steps=3", "eval.max_examples=3", "checkpoint.every_steps=10")
 
 
@@ -24,3 +29,79 @@ def test_same_seed_same_metrics_other_seed_differs(tiny_cfg, tmp_path):
     c = train(tiny_cfg(tmp_path / "c", *RUN, "seed=1", "budget.max_steps=1"))
     mc = read_jsonl(c / "metrics.jsonl")
     assert _strip(mc)[0] != _strip(ma)[0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The tiny scale's own budget (issue 10 item 1): config/config.yaml `scales.tiny` counts optimizer
+# steps and evaluates on a step grid, so a run's rewards and evaluations do not depend on the load.
+
+
+def tiny_scale_overrides(letter: str) -> dict:
+    """The trainer overrides the workflow adds to every tiny run of setting `letter` (rules/common.smk
+    `_run_overrides`: the scale's `overrides`, then the setting's own)."""
+    import yaml
+
+    scale = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scales"]["tiny"]
+    return {**scale.get("overrides", {}), **scale.get("settings", {}).get(letter, {}).get("overrides", {})}
+
+
+def _value(v) -> str:
+    return "null" if v is None else str(v)
+
+
+def test_tiny_scale_budget_has_no_wall_clock():
+    for letter in "abcdef":
+        over = tiny_scale_overrides(letter)
+        assert over.get("budget.max_time_s", "unset") is None, (letter, over)
+        assert over.get("eval.every_s", "unset") is None, (letter, over)
+        for key in ("budget.max_steps", "eval.every_steps"):
+            assert isinstance(over.get(key), int), (letter, key, over)
+            assert over[key] > 0, (letter, key, over)
+        assert over["budget.max_steps"] % over["eval.every_steps"] == 0, "the last step should be on the grid"
+
+
+def test_tiny_scale_arm_is_deterministic(tiny_policy_dir, tmp_path):
+    """The baseline arm of tiny (a) under the scale's own overrides, shrunk from its step budget to 4
+    steps (evaluation grid shrunk by the same factor), twice: identical rewards and evaluations."""
+    from pods.config import load_config
+    from pods.registry import main_arms, read_sheet
+
+    over = tiny_scale_overrides("a")
+    factor = over["budget.max_steps"] // 4
+    shrunk = {
+        **over,
+        "budget.max_steps": 4,
+        "eval.every_steps": max(1, over["eval.every_steps"] // factor),
+        "eval.max_examples": 8,  # the only cut below the scale's setting: evaluation cost
+        "checkpoint.every_steps": 10,
+    }
+    arm = main_arms(read_sheet(REPO / "config" / "runs_tiny.tsv"))["a"]["baseline"]
+    args = [f"{k}={v}" for k, v in arm.overrides.items()] + [f"{k}={_value(v)}" for k, v in shrunk.items()]
+
+    def run(name):
+        cfg = load_config(
+            REPO / "experiments" / "tiny_a.yaml",
+            [f"policy.model={tiny_policy_dir}", f"out_dir={tmp_path / name}", *args],
+        )
+        assert cfg.budget.max_time_s is None
+        assert cfg.eval.every_s is None
+        return train(cfg)
+
+    a, b = run("a"), run("b")
+    ma, mb = read_jsonl(a / "metrics.jsonl"), read_jsonl(b / "metrics.jsonl")
+    assert [r["step"] for r in ma] == [1, 2, 3, 4]
+    assert [r["reward_mean"] for r in ma] == [r["reward_mean"] for r in mb]
+    assert _strip(ma) == _strip(mb)
+    ea, eb = read_jsonl(a / "eval.jsonl"), read_jsonl(b / "eval.jsonl")
+    assert sorted({r["step"] for r in ea}) == list(range(0, 5, shrunk["eval.every_steps"]))
+    assert _strip(ea) == _strip(eb)
+    import json
+
+    summary = json.loads((a / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_steps"
+    assert summary["steps"] == 4
+    # the seconds are measured beside the step budget: s/step and its split
+    for key in ("s_per_step", "gen_s_per_step", "update_s_per_step", "reward_s_per_step"):
+        assert summary[key] is not None, key
+        assert summary[key] >= 0, key
+    assert summary["gen_s_per_step"] + summary["update_s_per_step"] == pytest.approx(summary["s_per_step"], rel=1e-6)

@@ -86,3 +86,87 @@ def test_fig_1_asymmetry(monkeypatch, tmp_path):
     )
     render(monkeypatch, "fig_1_asymmetry", "--bench", str(bench), out=tmp_path / "fig_1.pdf")
     render(monkeypatch, "fig_1_asymmetry", "--bench", str(tmp_path / "none.csv"), out=tmp_path / "fig_1b.pdf")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The tiny scale's figures are real (issue 10 item 4): Fig. 7 plots the tiny analogues of GSM8K
+# Platinum and MATH-500, titles name the analogue, Fig. 8's length axis shows the whole range.
+
+
+@pytest.fixture(scope="module")
+def tiny_tables(tmp_path_factory):
+    helpers = _helpers()
+    root = tmp_path_factory.mktemp("tiny_runs")
+    sets = ("arith", "arith_heldout", "arith_hard")
+    for name in ("tiny_a", "tiny_b"):
+        for seed in (0, 1):
+            for n, accs, lengths in ((16, [0.3, 0.32, 0.35, 0.36], [60.0, 60.4, 60.8, 61.0]),
+                                     (64, [0.3, 0.36, 0.38, 0.38], [60.0, 60.2, 60.5, 60.9])):  # fmt: skip
+                helpers.write_run(root, name, n, 16, seed, accs, datasets=sets, lengths=lengths, every_s=10.0)
+    out = tmp_path_factory.mktemp("tiny_tables")
+    sheet = out / "runs.tsv"
+    rows = [f"{s}\tmax_variance\t{n}\t16\t\t{role}\tmain\tfig_3_main\tfake" for s in "ab"
+            for n, role in ((16, "baseline"), (64, "pods"))]  # fmt: skip
+    sheet.write_text("setting\trule\tn\tm\textra\trole\tseeds\tfigures\tnote\n" + "\n".join(rows) + "\n")
+    args = [
+        "collect",
+        "--runs",
+        str(root),
+        "--out-dir",
+        str(out),
+        "--sheet",
+        str(sheet),
+        "--letters",
+        "tiny_a=a,tiny_b=b",
+    ]
+    assert A.main(args) == 0
+    return out
+
+
+def _drawn(monkeypatch, script, *args, out):
+    """Render `script`, returning (its figure, the placeholder texts it drew)."""
+    monkeypatch.syspath_prepend(str(FIGURES))
+    import figlib
+
+    placeholders, figs = [], []
+    real_placeholder, real_save = figlib.placeholder, figlib.save
+    monkeypatch.setattr(figlib, "placeholder", lambda ax, text: (placeholders.append(text), real_placeholder(ax, text)))
+    monkeypatch.setattr(figlib, "save", lambda fig, path: (figs.append(fig), real_save(fig, path)))
+    render(monkeypatch, script, *args, out=out)
+    (fig,) = figs
+    return fig, placeholders
+
+
+def test_fig_7_plots_the_tiny_analogues(monkeypatch, tmp_path, tiny_tables):
+    fig, placeholders = _drawn(
+        monkeypatch, "fig_7_transfer", "--curves", str(tiny_tables / "curves.csv"), out=tmp_path / "f7.pdf"
+    )
+    assert placeholders == []
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 4
+    assert sum("(a) 2-digit arithmetic, Llama layout" in t for t in titles) == 2
+    assert sum("(b) 2-digit arithmetic, Qwen2 layout, KL" in t for t in titles) == 2
+    assert sum("GSM8K Platinum analogue" in t for t in titles) == 2
+    assert sum("MATH-500 analogue" in t for t in titles) == 2
+
+
+def test_fig_7_says_not_evaluated_where_a_set_is_absent(monkeypatch, tmp_path, fake_tables):
+    _, placeholders = _drawn(
+        monkeypatch, "fig_7_transfer", "--curves", str(fake_tables / "curves.csv"), out=tmp_path / "f7.pdf"
+    )
+    # a_toy evaluated MATH-500 (PODS arm) but not GSM8K Platinum; there is no (b)
+    assert any("not evaluated at this scale" in p and "GSM8K Platinum" in p for p in placeholders), placeholders
+
+
+def test_fig_8_length_axis_shows_the_whole_range(monkeypatch, tmp_path, tiny_tables):
+    fig, placeholders = _drawn(
+        monkeypatch, "fig_8_lengths", "--curves", str(tiny_tables / "curves.csv"), out=tmp_path / "f8.pdf"
+    )
+    assert placeholders == []
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert len(panels) == 2
+    for ax in panels:
+        lo, hi = ax.get_ylim()
+        assert lo == 0, (ax.get_title(), lo, hi)  # lengths of 60-61 tokens, drawn from 0
+        assert hi >= 61.0, (ax.get_title(), lo, hi)
+        assert "(a) 2-digit" in ax.get_title() or "(b) 2-digit" in ax.get_title()

@@ -399,8 +399,9 @@ def test_openr1_variant():
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("task", list(TASKS))
 def test_keys_and_bounds_every_task_variant(task, variant):
-    answer = {"chemistry": "B", "arith_mc": "B", "arith": "72", "arith_hard": "72", "math": "72"}.get(task, GSM)
-    block = {"chemistry": "B", "arith_mc": "B", "arith": "72", "arith_hard": "72"}.get(task, "\\boxed{72}")
+    ints = {"arith": "72", "arith_hard": "72", "arith_heldout": "72"}
+    answer = {"chemistry": "B", "arith_mc": "B", **ints, "math": "72"}.get(task, GSM)
+    block = {"chemistry": "B", "arith_mc": "B", **ints}.get(task, "\\boxed{72}")
     out = score(fmt("r", block), answer, task, variant)
     assert set(out) == {"accuracy", "format", "tags", "total"}
     assert out["accuracy"] == 1.0

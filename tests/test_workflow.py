@@ -56,7 +56,10 @@ def workdir(tmp_path_factory) -> Path:
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the rules run `python -m pods ...`
+    # The rules run `python -m pods ...`; an empty model cache makes every tiny model's build a job.
+    cache = workdir / "empty_model_cache"
+    cache.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PODS_CACHE": str(cache)}
     return subprocess.run([SNAKEMAKE, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -85,6 +88,7 @@ def train_jobs(output: str) -> list[dict]:
         cut = argv.index("train")
         jobs.append({
             "summary": re.search(r"output: (\S+)", block)[1],
+            "input": re.search(r"input: (.*)", block)[1].split(", "),
             "gpu": int(resources["gpu"]),
             "launcher": argv[:cut],
             "experiment": argv[cut + 1],
@@ -165,7 +169,8 @@ def test_cpu_scales_have_the_same_dag_shape(workdir, dry_runs, paper_dry_run, sc
     lines = [line.split("\t") for line in (REPO / prof["runs"]).read_text().splitlines()]
     sheet = dict(zip(lines[0], zip(*lines[1:], strict=True), strict=True))
     assert counts["train"] == sum(len(prof["seeds"][name]) for name in sheet["seeds"])
-    assert {k: v for k, v in counts.items() if k != "train"} == {k: v for k, v in paper.items() if k != "train"}
+    own = {"train", "build_tiny_model"}  # the tiny models are built by jobs of the DAG (below)
+    assert {k: v for k, v in counts.items() if k not in own} == {k: v for k, v in paper.items() if k != "train"}
     for job in train_jobs(out):
         assert job["launcher"] == ["python", "-m", "pods"]
         assert job["gpu"] == 0
@@ -177,19 +182,29 @@ def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(w
     from pods.config import apply_overrides, from_dict, read_yaml, run_name, validate
 
     out = scale_dry_run(workdir, dry_runs, scale)
-    budget = [f"{k}={v}" for k, v in CONFIG["scales"][scale].get("overrides", {}).items()]
+    prof = CONFIG["scales"][scale]
     yamls, bases = {}, {}
     for job in train_jobs(out):
         # = pods.config.load_config(experiment, args, check_machine=False), reading each YAML once;
         # check_machine=False: the paper's GPU configs are validated on this CPU machine.
+        summary = Path(job["summary"])
+        letter = summary.parts[-4]
+        over = {**prof.get("overrides", {}), **prof.get("settings", {}).get(letter, {}).get("overrides", {})}
+        budget = [f"{k}={'null' if v is None else v}" for k, v in over.items()]
         if job["experiment"] not in yamls:
             yamls[job["experiment"]] = read_yaml(REPO / job["experiment"])
-            bases[job["experiment"]] = from_dict(apply_overrides(yamls[job["experiment"]], budget))
+        if (job["experiment"], letter) not in bases:
+            bases[(job["experiment"], letter)] = from_dict(apply_overrides(yamls[job["experiment"]], budget))
         cfg = validate(from_dict(apply_overrides(yamls[job["experiment"]], job["args"])), check_machine=False)
-        summary = Path(job["summary"])
         assert str(cfg.out_dir) == str(summary.parent)
         assert f"seed~{cfg.seed}" == summary.parent.name
-        assert run_name(cfg, base=bases[job["experiment"]]) == summary.parts[-3]
+        assert run_name(cfg, base=bases[(job["experiment"], letter)]) == summary.parts[-3]
+        if scale == "tiny":  # issue 10: the tiny runs count steps; no wall-clock budget or time grid
+            assert cfg.budget.max_time_s is None, job["args"]
+            assert cfg.eval.every_s is None, job["args"]
+            # the scale's step budget, or the setting's own (scales.tiny.settings.<letter>.overrides)
+            assert cfg.budget.max_steps == over["budget.max_steps"], job["args"]
+            assert cfg.eval.every_steps == over["eval.every_steps"], job["args"]
 
 
 @pytest.mark.parametrize("sheet", ["runs.tsv", "runs_tiny.tsv"])
@@ -202,10 +217,34 @@ def test_every_setting_has_one_main_comparison_in_the_sheet(sheet):
         assert arms["pods"].n > arms["pods"].m
 
 
+@pytest.mark.parametrize("scale", ["tiny", "smoke"])
+def test_tiny_models_are_built_by_jobs_of_the_dag(workdir, dry_runs, paper_dry_run, scale):
+    """One build_tiny_model job per tiny model of the scale; every run and the benchmark wait for
+    their model's card; the paper scale (hub models) has none."""
+    out = scale_dry_run(workdir, dry_runs, scale)
+    cards = {
+        m[1]: m[0]
+        for m in re.finditer(r"\S+/tiny/([\w.-]+)/pods_tiny\.json", out)
+    }  # fmt: skip
+    assert job_counts(out)["build_tiny_model"] == 4
+    assert sorted(cards) == ["llama-arith", "llama-arith_hard", "llama-arith_mc", "qwen2-arith"]
+    assert re.findall(r"python -m pods.models build tiny:([\w.-]+)", out).count("llama-arith") == 1
+    yamls = {}
+    for job in train_jobs(out):
+        if job["experiment"] not in yamls:
+            yamls[job["experiment"]] = yaml.safe_load((REPO / job["experiment"]).read_text())
+        model = yamls[job["experiment"]]["policy"]["model"]
+        assert model.startswith("tiny:")
+        assert cards[model[len("tiny:") :]] in job["input"], job
+    bench = re.search(r"rule bench_asymmetry:\n\s+input: (.*)", out)[1]
+    assert cards["llama-arith"] in bench.split(", ")
+    assert "build_tiny_model" not in job_counts(paper_dry_run)
+
+
 def test_single_run_target(workdir):
     target = "results/runs/a/sel~max_variance_n~64_m~16/seed~0/summary.json"
     out = dry_run(workdir, "tiny", target)
-    assert job_counts(out) == {"train": 1}
+    assert job_counts(out) == {"train": 1, "build_tiny_model": 1}  # the model cache of the tests is empty
     (job,) = train_jobs(out)
     assert job["experiment"] == registry.SETTINGS["a"].experiments["tiny"]
     assert {"seed=0", "rollout.n=64", "rollout.m=16", "rollout.rule=max_variance"} <= set(job["args"])
