@@ -22,7 +22,8 @@ def test_zero_variance_and_singleton_groups_give_zero_not_nan():
     r_P_N = torch.tensor([[0.1, 0.1, 0.1], [1.2, 1.2, 1.2], [0.0, 1.0, 0.5]])
     adv = group_advantages(r_P_N)
     assert torch.equal(adv[:2], torch.zeros(2, 3))  # exactly zero (0.1 * 3 / 3 != 0.1 in floats)
-    assert torch.isfinite(adv).all() and adv[2].abs().sum() > 0
+    assert torch.isfinite(adv).all()
+    assert adv[2].abs().sum() > 0
     assert group_advantages(torch.tensor([[3.0]])).tolist() == [[0.0]]
     keep = select(torch.tensor([5.0, 5.0, 5.0, 5.0]), 2)
     assert pods_advantages(torch.tensor([5.0, 5.0, 5.0, 5.0]), keep).tolist() == [0.0, 0.0]
@@ -87,7 +88,8 @@ def test_empty_completion_contributes_zero_not_nan():
     for agg in ("sequence", "token"):
         loss, _ = policy_loss(logp, None, torch.tensor([1.0, 1.0]), mask, aggregation=agg)
         loss.backward()
-        assert torch.isfinite(loss) and torch.isfinite(logp.grad).all()
+        assert torch.isfinite(loss)
+        assert torch.isfinite(logp.grad).all()
         logp.grad = None
 
 

@@ -57,7 +57,8 @@ any_rewards = st.one_of(continuous, three_level, binary, many_ties)
 def assert_max_variance_optimal(values: list[float], m: int, rule: str = RULE) -> None:
     r = torch.tensor(values, dtype=torch.float64)
     keep = select(r, m, rule=rule)
-    assert keep.shape == (m,) and keep.dtype == torch.long
+    assert keep.shape == (m,)
+    assert keep.dtype == torch.long
     assert len(set(keep.tolist())) == m, "indices must be distinct"
     assert abs(pvar(r[keep]) - brute_max_var(r, m)) <= tol(r), "not the maximum-variance subset"
     # Lemma 3.1 form: k highest plus m-k lowest, in the (stable) sorted order, for some k.
@@ -185,7 +186,8 @@ def test_random_is_seeded_uniform_without_replacement():
     g = torch.Generator().manual_seed(1)
     for _ in range(500):
         counts[select(torch.zeros(10), 4, rule="random", generator=g)] += 1
-    assert counts.min() > 120 and counts.max() < 280  # each index kept w.p. 0.4 -> 200 expected
+    assert counts.min() > 120
+    assert counts.max() < 280
 
 
 @pytest.mark.parametrize(
