@@ -322,8 +322,8 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis") -> int:
-    """Entry point; ``prog`` is the program name shown in usage/help (``pods`` passes "pods")."""
+def _parser(prog: str) -> argparse.ArgumentParser:
+    """The command line of :func:`main`: subcommands released, collect and time-to-peak."""
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("released", help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
@@ -358,7 +358,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             )
             q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over seeds (default 2000)")
             q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis") -> int:
+    """Entry point; ``prog`` is the program name shown in usage/help (``pods`` passes "pods")."""
+    args = _parser(prog).parse_args(argv)
     try:
         out = Path(args.out_dir)
         if args.cmd == "released":

@@ -41,7 +41,7 @@ def r_digits(completions, **kwargs):
 def test_trl_internals_have_the_expected_signatures():
     for name, expected in TRL_HOOKS.items():
         fn = getattr(GRPOTrainer, name, None)
-        assert fn is not None, f"TRL moved GRPOTrainer.{name}: the PODS hook overrides it (pods/trainer.py)"
+        assert fn is not None, f"TRL moved GRPOTrainer.{name}: the PODS hook overrides it (pods/trainer/hook.py)"
         params = tuple(inspect.signature(fn).parameters)
         assert params[: len(expected)] == expected, (
             f"TRL changed GRPOTrainer.{name}{params}; the PODS hook expects {expected}"

@@ -45,7 +45,7 @@ def test_unknown_field_names_the_closest_match(tiny_overrides, tmp_path):
 def test_build_grpo_config_covers_every_field_it_sets(tiny_cfg, tmp_path, monkeypatch):
     """Every GRPOConfig field build_grpo_config sets is refused (TRL_CONTROLLED), fixed (TRL_FIXED, with
     that value) or open (TRL_OPEN): a new option added to build_grpo_config must be listed here."""
-    import pods.trainer as pt
+    import pods.trainer.grpo_config as pt  # the module whose build_grpo_config calls it
 
     seen = {}
     real = pt.grpo_config_with_passthrough

@@ -155,6 +155,27 @@ def default_mem_limit_mb(device: torch.device) -> float:
     return 0.5 * psutil.virtual_memory().available / 2**20
 
 
+def _time_repeat(args, model, tok, opt, prompt_ids_T, R, rep, chunk, pad_id, g, device):
+    """One repeat of :func:`run` at R rollouts: (generation s, update s, completion mask R x T)."""
+    comp_R_T, mask_R_T, gen_s = generate(
+        model,
+        prompt_ids_T,
+        R,
+        args.completion_len,
+        pad_id=pad_id,
+        eos_id=tok.eos_token_id,
+        fixed_length=not args.allow_eos,
+        seed=args.seed + rep,
+    )
+    rewards_R = REWARD_LEVELS[torch.randint(len(REWARD_LEVELS), (R,), generator=g)]
+    adv_R = group_advantages(rewards_R).to(device)
+    _sync(device)
+    t0 = time.perf_counter()
+    policy_update(model, opt, prompt_ids_T, comp_R_T, mask_R_T, adv_R, micro_batch=min(chunk, R))
+    _sync(device)
+    return gen_s, time.perf_counter() - t0, mask_R_T
+
+
 def run(args: argparse.Namespace) -> list[dict]:
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -207,23 +228,8 @@ def run(args: argparse.Namespace) -> list[dict]:
         oom = est > limit
         chunk = R if not oom else 2 ** int(math.floor(math.log2(max((limit - a_mb) / b_mb, 1))))
         for rep in range(args.repeats):
-            comp_R_T, mask_R_T, gen_s = generate(
-                model,
-                prompt_ids_T,
-                R,
-                args.completion_len,
-                pad_id=pad_id,
-                eos_id=tok.eos_token_id,
-                fixed_length=not args.allow_eos,
-                seed=args.seed + rep,
-            )
-            rewards_R = REWARD_LEVELS[torch.randint(len(REWARD_LEVELS), (R,), generator=g)]
-            adv_R = group_advantages(rewards_R).to(device)
-            _sync(device)
-            t0 = time.perf_counter()
-            policy_update(model, opt, prompt_ids_T, comp_R_T, mask_R_T, adv_R, micro_batch=min(chunk, R))
-            _sync(device)
-            upd_times.append(time.perf_counter() - t0)
+            gen_s, upd_s, mask_R_T = _time_repeat(args, model, tok, opt, prompt_ids_T, R, rep, chunk, pad_id, g, device)
+            upd_times.append(upd_s)
             gen_times.append(gen_s)
         gen_s, upd_s = statistics.median(gen_times), statistics.median(upd_times)
         tokens = int(mask_R_T.sum())

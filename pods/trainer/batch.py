@@ -1,0 +1,165 @@
+"""The trainer's batch helpers: kept-row indices, down-sampling of TRL's batch dict, reward checks, the sampler.
+
+Part of :mod:`pods.trainer` (the one place that touches TRL or HF Trainer internals); the pure
+helpers are tested directly in tests/test_trainer.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+from trl.trainer.utils import RepeatSampler
+
+from pods.evaluation import mix_seed
+from pods.trainer.compat import ROW_KEYS, SCALAR_KEYS, TRLCompatError
+
+__all__ = [
+    "EpochRepeatSampler",
+    "NonFiniteRewardError",
+    "check_finite_rewards",
+    "downsample_rows",
+    "local_kept_rows",
+    "sync_device",
+]
+
+
+class NonFiniteRewardError(ValueError):
+    """A reward function returned NaN, inf or None."""
+
+
+def sync_device(device: torch.device | None = None) -> None:
+    """Wait for CUDA's asynchronous queue (timers must not read it as "done"); a no-op on CPU."""
+    if torch.cuda.is_available() and (device is None or device.type == "cuda"):
+        torch.cuda.synchronize()
+
+
+# --------------------------------------------------------------------------------------------
+# ALGO LOGIC: pure helpers of the PODS hook (tested directly in tests/test_trainer.py)
+# --------------------------------------------------------------------------------------------
+def local_kept_rows(keep_G_M: torch.Tensor, n: int, group_offset: int, local_groups: int) -> torch.Tensor:
+    """Flat row indices, into this process's batch of ``local_groups x n`` rows, of the kept rollouts.
+
+    ``keep_G_M`` indexes into each group of the *global* (gathered) batch; this process holds groups
+    ``group_offset .. group_offset + local_groups - 1`` as consecutive blocks of n rows.
+    """
+    keep_L_M = keep_G_M[group_offset : group_offset + local_groups].to(torch.long)
+    base_L1 = torch.arange(local_groups, dtype=torch.long, device=keep_L_M.device).unsqueeze(1) * n
+    return (base_L1 + keep_L_M).reshape(-1)  # (L*M,)
+
+
+def downsample_rows(batch: dict[str, Any], rows_B: torch.Tensor) -> dict[str, Any]:
+    """Keep rows ``rows_B`` of every per-row entry of TRL's batch dict; scalars pass through.
+
+    Raises :class:`TRLCompatError` for a key it does not know (a new TRL field could be per-row, and
+    silently keeping all n rows of it would mis-align the batch).
+    """
+    unknown = sorted(set(batch) - set(ROW_KEYS) - set(SCALAR_KEYS))
+    if unknown:
+        raise TRLCompatError(
+            f"GRPOTrainer._generate_and_score_completions returned keys {unknown} that the PODS hook does not "
+            f"know how to down-sample (known per-row keys: {ROW_KEYS}; scalars: {SCALAR_KEYS}). Multimodal and "
+            "tool-calling batches are not supported; for a new TRL field, add it to ROW_KEYS or SCALAR_KEYS in "
+            "pods/trainer/compat.py."
+        )
+    out: dict[str, Any] = {}
+    for key, val in batch.items():
+        if val is None or key in SCALAR_KEYS:
+            out[key] = val
+        elif isinstance(val, torch.Tensor):
+            out[key] = val[rows_B.to(val.device)]
+        else:  # a per-row list
+            out[key] = [val[i] for i in rows_B.tolist()]
+    return out
+
+
+def check_finite_rewards(
+    rewards_per_func_B_F: torch.Tensor,
+    func_names: Sequence[str],
+    completions: Sequence[Any] | None = None,
+    row_offset: int = 0,
+) -> None:
+    """Raise :class:`NonFiniteRewardError` naming the reward function and row of the first NaN/inf."""
+    bad = ~torch.isfinite(rewards_per_func_B_F)
+    if not bad.any():
+        return
+    row, col = (int(i) for i in bad.nonzero()[0])
+    value = rewards_per_func_B_F[row, col].item()
+    text = ""
+    local = row - row_offset
+    if completions is not None and 0 <= local < len(completions):
+        comp = completions[local]
+        comp = comp[-1]["content"] if isinstance(comp, list) and comp and isinstance(comp[-1], dict) else comp
+        text = f" (completion starts {str(comp)[:80]!r})"
+    raise NonFiniteRewardError(
+        f"reward function {func_names[col]!r} returned {value} (NaN also stands for None) for rollout {row} of "
+        f"the batch{text}; {int(bad.sum())} non-finite value(s) in total. Reward functions must return a finite "
+        "float for every completion, e.g. 0.0 for an unparseable one."
+    )
+
+
+class EpochRepeatSampler(RepeatSampler):
+    """TRL's RepeatSampler with each epoch's order seeded by (seed, epoch).
+
+    With ``total_rows`` (step-capped runs, ``max_steps > 0``) one iteration streams as many data
+    epochs as needed, so HF's resume fast-forwards through one long "epoch" with
+    ``skip_first_batches`` and the prompt order of a resumed run equals the uninterrupted one (TRL's
+    sampler would replay epoch 0's order after resuming in a later epoch); ``total_rows`` bounds
+    ``__len__`` (HF derives max_steps from it). With ``total_rows=None`` (epoch-based training,
+    ``max_steps=-1``) one iteration is one epoch, TRL's length, and HF's ``set_epoch`` picks its order.
+    """
+
+    def __init__(
+        self,
+        data_source,
+        mini_repeat_count: int,
+        batch_size: int,
+        repeat_count: int,
+        shuffle: bool,
+        seed: int,
+        total_rows: int | None = None,
+    ):
+        super().__init__(data_source, mini_repeat_count, batch_size, repeat_count, shuffle, seed)
+        if total_rows is not None and total_rows < 0:
+            raise ValueError(f"total_rows={total_rows} must be >= 0 (None = one epoch per iteration)")
+        self.total_rows = total_rows
+        self.epoch = 0
+        if self.num_samples < batch_size:
+            raise ValueError(
+                f"the training set has {self.num_samples} prompts but one step needs {batch_size} distinct prompts; "
+                "lower rollout.prompts_per_step (per_device_train_batch_size) or use a larger training set"
+            )
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called by HF's Trainer at the start of each epoch (epoch-based training)."""
+        self.epoch = int(epoch)
+
+    def _epoch_rows(self, epoch: int) -> Iterator[int]:
+        if self.shuffle:
+            g = torch.Generator().manual_seed(mix_seed(self.seed or 0, epoch, 0x5A3))
+            order = torch.randperm(self.num_samples, generator=g).tolist()
+        else:
+            order = list(range(self.num_samples))
+        for start in range(0, self.num_samples - self.batch_size + 1, self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for _ in range(self.repeat_count):
+                for index in chunk:
+                    for _ in range(self.mini_repeat_count):
+                        yield index
+
+    def __iter__(self) -> Iterator[int]:
+        if self.total_rows is None:
+            yield from self._epoch_rows(self.epoch)
+            return
+        emitted, epoch = 0, 0
+        while emitted < self.total_rows:
+            for index in self._epoch_rows(epoch):
+                if emitted >= self.total_rows:
+                    return
+                emitted += 1
+                yield index
+            epoch += 1
+
+    def __len__(self) -> int:
+        return super().__len__() if self.total_rows is None else self.total_rows

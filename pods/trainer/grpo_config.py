@@ -1,0 +1,228 @@
+"""The trainer's config -> TRL mapping: ``build_grpo_config``, the `trl:` pass-through, step plan, trainer kwargs.
+
+Part of :mod:`pods.trainer` (the one place that touches TRL or HF Trainer internals); the batch geometry
+these settings realise is described in that package's docstring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from trl import GRPOConfig
+
+from pods.config import TrainConfig
+from pods.trainer.compat import _trl_version
+
+__all__ = [
+    "build_grpo_config",
+    "check_trl_passthrough",
+    "grpo_config_with_passthrough",
+    "pods_trainer_kwargs",
+    "records_to_dataset",
+    "step_plan",
+]
+
+LOSS_TYPES = {"sequence": "grpo", "token": "bnpo", "token_group": "bnpo"}  # pods aggregation -> TRL loss_type
+BIG_STEPS = 10**7  # "no step cap" for time-budgeted runs (HF needs a finite max_steps)
+
+
+# --------------------------------------------------------------------------------------------
+# Config -> TRL
+# --------------------------------------------------------------------------------------------
+def build_grpo_config(
+    cfg: TrainConfig, output_dir: str | os.PathLike, num_processes: int, use_cuda: bool, max_steps: int
+) -> GRPOConfig:
+    """The GRPOConfig that realises ``cfg`` (see the module docstring for the batch geometry)."""
+    ro, op = cfg.rollout, cfg.optim
+    if ro.prompts_per_step % num_processes:
+        raise ValueError(
+            f"rollout.prompts_per_step={ro.prompts_per_step} is not divisible by the {num_processes} processes; "
+            f"each process must hold whole prompt groups: use a multiple of {num_processes}"
+        )
+    prompts_local = ro.prompts_per_step // num_processes
+    bf16 = use_cuda and cfg.policy.dtype == "bfloat16"
+    fp16 = use_cuda and cfg.policy.dtype == "float16"
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        # batch geometry: P x n rows per micro-step, GA micro-steps per generation and per optimizer step
+        per_device_train_batch_size=prompts_local * ro.n,
+        num_generations=ro.n,
+        gradient_accumulation_steps=op.grad_accum,
+        steps_per_generation=op.grad_accum,
+        num_iterations=1,
+        max_steps=max_steps,
+        # sampling
+        temperature=ro.temperature,
+        top_p=ro.top_p,
+        top_k=ro.top_k,  # 0 = off (the paper; the (a)-(d) code); the (e)-(f) code sampled with TRL's old default 50
+        max_completion_length=ro.max_completion_length,
+        use_vllm=ro.backend == "vllm",
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=ro.vllm_gpu_memory_utilization,
+        # TRL 1.16 turns this on for vLLM (an extra forward and a per-sequence reweighting); the authors' code
+        # has no such term. When on, PODS computes it on the kept rows only (PODSGRPOTrainer._pods_kept_forwards).
+        vllm_importance_sampling_correction=ro.vllm_is_correction,
+        # objective
+        loss_type=LOSS_TYPES[op.aggregation],
+        beta=op.beta,
+        epsilon=op.epsilon,
+        epsilon_high=op.epsilon_high,
+        scale_rewards="group",
+        # TRL 1.16 multiplies the KL term by the importance ratio by default (DeepSeek-V3.2), which changes
+        # the KL gradient even on-policy; the paper's code adds plain beta * k3 (PAPER.md §1.4).
+        use_bias_correction_kl=False,
+        mask_truncated_completions=False,  # truncated completions are scored like any other (paper)
+        # optimiser
+        learning_rate=op.lr,
+        lr_scheduler_type=op.scheduler,
+        warmup_steps=float(op.warmup_ratio),  # a float in [0, 1) is a ratio of max_steps
+        weight_decay=op.weight_decay,
+        adam_beta1=op.adam_beta1,
+        adam_beta2=op.adam_beta2,
+        max_grad_norm=op.max_grad_norm,
+        optim=op.optimizer,
+        # precision: GRPOConfig defaults bf16=True and gradient_checkpointing=True; on CPU both cost a lot
+        # (a SmolLM2 step took 297 s instead of about 40 s), so CPU runs turn them off.
+        bf16=bf16,
+        fp16=fp16,
+        # transformers 5 renamed gradient_checkpointing (a FutureWarning under the old name)
+        activation_checkpointing=bool(cfg.policy.gradient_checkpointing) and use_cuda,
+        use_cpu=not use_cuda,
+        # bookkeeping
+        seed=cfg.seed,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=cfg.checkpoint.every_steps,
+        save_total_limit=None,  # pruned by pods.run.RunController.on_save once pods_state.json is written
+        report_to=[],
+        disable_tqdm=True,
+        log_completions=False,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        shuffle_dataset=True,
+    )
+    return grpo_config_with_passthrough(kwargs, getattr(cfg, "trl", None) or {})
+
+
+# --------------------------------------------------------------------------------------------
+# The config's `trl:` pass-through section (pods.config.TRL_CONTROLLED / TRL_FIXED / TRL_OPEN)
+# --------------------------------------------------------------------------------------------
+def check_trl_passthrough(section: dict[str, Any]) -> None:
+    """Raise ConfigError for a `trl:` field GRPOConfig does not have or a value it refuses.
+
+    Builds a throw-away GRPOConfig with the fields on top of CPU-safe defaults, so TRL's and HF's own
+    checks run; ``report_to`` names must be installed integrations.
+    """
+    import difflib
+    import tempfile
+
+    from pods.config import ConfigError, check_trl_keys
+
+    check_trl_keys(section)
+    names = [f.name for f in dataclasses.fields(GRPOConfig) if f.init]
+    for name, value in section.items():
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            hint = f"did you mean trl.{close[0]}?" if close else "see the fields of trl.GRPOConfig (TRL docs)"
+            raise ConfigError(f"trl.{name}", value, f"is not a field of trl.GRPOConfig (trl {_trl_version()})", hint)
+    _check_report_to(section.get("report_to"))
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            GRPOConfig(
+                **{"output_dir": tmp, "use_cpu": True, "bf16": False, "activation_checkpointing": False, **section}
+            )
+        except (TypeError, ValueError) as e:
+            keys = ", ".join(f"trl.{k}" for k in section)
+            raise ConfigError(
+                "trl",
+                section,
+                f"TRL refuses these fields ({keys}): {' '.join(str(e).split())}",
+                "fix the value TRL names",
+            ) from None
+
+
+def _check_report_to(report_to: Any) -> None:
+    from transformers.integrations import get_available_reporting_integrations
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    from pods.config import ConfigError
+
+    if report_to is None or report_to in ("none", "all"):
+        return
+    wanted = [report_to] if isinstance(report_to, str) else list(report_to)
+    available = set(get_available_reporting_integrations())
+    for name in wanted:
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ConfigError(
+                "trl.report_to",
+                report_to,
+                f"{name!r} is not a reporting integration of transformers",
+                f"use some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}",
+            )
+        if name not in available:
+            pkg = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}.get(name, name)
+            raise ConfigError(
+                "trl.report_to", report_to, f"{name!r} is not installed", f"pip install {pkg}, or remove {name!r}"
+            )
+
+
+def grpo_config_with_passthrough(kwargs: dict[str, Any], section: dict[str, Any]) -> GRPOConfig:
+    """The GRPOConfig of ``kwargs`` (build_grpo_config's) updated with the config's `trl:` section."""
+    from pods.config import ConfigError, check_trl_keys
+
+    check_trl_keys(section)
+    args = {**kwargs, **section}
+    try:
+        return GRPOConfig(**args)
+    except TypeError as e:  # an unknown field: the load-time check names the closest one
+        check_trl_passthrough(section)
+        raise ConfigError("trl", section, f"is refused by GRPOConfig: {e}", "fix or remove the field") from None
+
+
+def records_to_dataset(records: list[dict]) -> Any:
+    """The ``datasets.Dataset`` TRL trains on, from task records."""
+    from datasets import Dataset
+
+    # Columns present in every record (reward functions receive them as keyword arguments).
+    keys = [k for k in records[0] if all(k in r for r in records)]
+    return Dataset.from_list([{k: r[k] for k in keys} for r in records])
+
+
+def step_plan(cfg: TrainConfig, n_train: int) -> tuple[int, int]:
+    """(max_steps for HF, horizon of the LR schedule) in optimizer steps.
+
+    A constant schedule runs until the time budget (or budget.max_steps). A decaying schedule needs a
+    horizon: optim.scheduler_steps, else budget.max_steps, else one epoch as the authors' (e)-(f) code
+    counted it (num_train_epochs 1); without budget.max_steps training stops at that horizon.
+
+    The authors' epoch (docs/fidelity.md, "LR schedule"): HF sets max_steps = len(dataloader) // GA, and
+    their sampler yields one prompt per process per dataloader batch, so one epoch is
+    (training prompts per process) // GA optimizer steps (each step consumes GA batches but generates
+    from the first only): with GSM8K's 7,473 prompts on 8 processes, 934 // 4 = 233 steps for PODS and
+    934 // 16 = 58 for GRPO-GA (warmup ceil(0.1 x horizon) = 24 and 6). Here prompts_per_step counts
+    prompt groups over all processes, so the horizon is n_train // prompts_per_step // grad_accum.
+    """
+    epoch = max(1, n_train // cfg.rollout.prompts_per_step // cfg.optim.grad_accum)
+    if cfg.optim.scheduler == "constant":
+        max_steps = int(cfg.budget.max_steps or BIG_STEPS)
+        return max_steps, max_steps
+    horizon = int(cfg.optim.scheduler_steps or cfg.budget.max_steps or epoch)
+    return int(cfg.budget.max_steps or horizon), horizon
+
+
+def pods_trainer_kwargs(cfg: TrainConfig, max_steps: int, scheduler_steps: int | None) -> dict[str, Any]:
+    """The PODS arguments of :class:`PODSGRPOTrainer`, read from a ``TrainConfig``."""
+    return {
+        "pods_m": cfg.rollout.m,
+        "pods_rule": cfg.rollout.rule,
+        "pods_normalize": cfg.rollout.normalize,
+        "pods_ga_same_prompt": True,  # the paper's GRPO-GA: GA groups of n of the same prompt (settings e-f)
+        "pods_base_model": cfg.policy.model,
+        "pods_seed": cfg.seed,
+        "pods_max_steps": max_steps,
+        "pods_scheduler_steps": scheduler_steps,
+        "pods_logprob_temperature": cfg.optim.logprob_temperature,
+        "pods_keep_groups": cfg.optim.aggregation == "token_group",
+    }

@@ -1,0 +1,470 @@
+"""The PODS hook: :class:`PODSGRPOTrainer`, TRL's ``GRPOTrainer`` with down-sampling between rewards and advantages.
+
+Part of :mod:`pods.trainer` (the one place that touches TRL or HF Trainer internals); how the hook
+differs from vanilla GRPO, and why, is that package's docstring.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+from trl.models import unwrap_model_for_generation
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer import grpo_trainer as _trl_grpo
+from trl.trainer.utils import add_fused_lm_head, use_adapter
+
+from pods.evaluation import Generator, HFGenerator, VLLMGenerator, mix_seed
+from pods.grpo import pods_advantages
+from pods.runlog import writing
+from pods.selectors import select
+from pods.trainer.batch import EpochRepeatSampler, check_finite_rewards, downsample_rows, local_kept_rows, sync_device
+from pods.trainer.card import _config_model_id, pods_model_card
+from pods.trainer.compat import (
+    TRL_ATTRS,
+    TRL_INIT_ATTRS,
+    VLLM_ONLY_ATTRS,
+    TRLCompatError,
+    _trl_version,
+    check_trl_compat,
+)
+from pods.trainer.options import _check_pods_geometry, _pods_option
+
+__all__ = ["PODSGRPOTrainer", "reinstall_lm_head"]
+
+DEBUG_ENV = "PODS_DEBUG_DUMP"  # directory: per-step selection dumps (selection_rank{r}.jsonl)
+ADV_EPS = 1e-4  # std epsilon of the authors' code and of TRL
+
+
+class PODSGRPOTrainer(GRPOTrainer):
+    """TRL's GRPOTrainer with PODS down-sampling between the rewards and the advantages.
+
+    A drop-in for ``GRPOTrainer``: every ``GRPOConfig`` works as it does in TRL (``max_steps`` or
+    ``num_train_epochs``, ``gradient_accumulation_steps``, ``report_to``, ...), with
+    ``num_generations`` = n rollouts generated per prompt, of which m are kept for the update. The
+    PODS parameters come from a :class:`PODSConfig` (``args=PODSConfig(pods_m=4, ...)``) or from the
+    keyword arguments below (a keyword given in both places must agree).
+
+    Keyword arguments (everything else goes to ``GRPOTrainer``):
+        pods_m: rollouts kept per group of n (``args.num_generations``); m == n is vanilla GRPO.
+        pods_rule: a :data:`pods.selectors.RULES` name (default max_variance).
+        pods_normalize: "after" (kept-subset statistics, default) or "before" (all-n statistics).
+        pods_ga_same_prompt: False (default, TRL's meaning): the ``gradient_accumulation_steps``
+            micro-batches of an optimizer step hold different prompts, one group of n each. True (the
+            paper's GRPO-GA, settings (e)-(f), what ``pods train`` uses): each prompt is generated
+            GA x n times in one round and normalised as GA separate groups of n, so an optimizer step
+            holds ``per_device_train_batch_size / n`` distinct prompts per process, GA groups each.
+        pods_seed: seeds selection (random rule) and per-prompt rollout sampling (default args.seed).
+        pods_max_steps: bounds the sampler length (default ``args.max_steps``; none for epoch-based
+            training, ``max_steps=-1``).
+        pods_scheduler_steps: horizon of the LR schedule (default: HF's number of training steps).
+        pods_seeded_generation: sample each prompt group under its own seed (HF backend only).
+        pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
+        pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
+        pods_base_model: the base model's name for the model card (default: the model config's
+            ``_name_or_path``).
+        pods_grad_accum: legacy spelling of ``pods_ga_same_prompt=True``; must equal
+            ``args.gradient_accumulation_steps``.
+
+    Batch geometry: ``per_device_train_batch_size`` counts *generated* rows (P x n per process and
+    micro-batch, as in TRL); after down-sampling a micro-batch holds P x m rows.
+    """
+
+    _tag_names = ["trl", "grpo", "pods"]
+    _name = "GRPO-PODS"
+
+    def __init__(
+        self,
+        *args: Any,
+        pods_m: int | None = None,
+        pods_rule: str | None = None,
+        pods_normalize: str | None = None,
+        pods_ga_same_prompt: bool | None = None,
+        pods_seed: int | None = None,
+        pods_max_steps: int | None = None,
+        pods_scheduler_steps: int | None = None,
+        pods_seeded_generation: bool = True,
+        pods_base_model: str | None = None,
+        pods_grad_accum: int | None = None,
+        pods_logprob_temperature: str = "sampling",
+        pods_keep_groups: bool = False,
+        **kwargs: Any,
+    ):
+        check_trl_compat()
+        if pods_logprob_temperature not in ("sampling", "none"):
+            raise ValueError(
+                f"pods_logprob_temperature={pods_logprob_temperature!r}: use 'sampling' (TRL: log-probs of the "
+                "logits divided by the sampling temperature) or 'none' (raw logits, the authors' (a)-(d) code)"
+            )
+        self.pods_logprob_temperature = pods_logprob_temperature
+        self.pods_keep_groups = bool(pods_keep_groups)
+        self.pods_seeded_generation = pods_seeded_generation
+        self.pods_scheduler_steps = pods_scheduler_steps
+        self.pods_base_model = pods_base_model
+        self._pods_rewards_per_func: torch.Tensor | None = None
+        self.pods_timing: dict[str, float] = defaultdict(float)  # per optimizer step; reset by the controller
+        self.pods_last_selection: dict[str, Any] = {}
+        super().__init__(*args, **kwargs)
+        for attr in TRL_ATTRS + tuple(a for a in TRL_INIT_ATTRS if self.use_vllm or a not in VLLM_ONLY_ATTRS):
+            if not hasattr(self, attr):
+                raise TRLCompatError(
+                    f"GRPOTrainer no longer sets self.{attr} (trl {_trl_version()}); port pods/trainer/hook.py"
+                )
+        a = self.args
+        ga = a.gradient_accumulation_steps
+        if pods_grad_accum is not None:
+            if int(pods_grad_accum) != ga:
+                raise ValueError(
+                    f"pods_grad_accum={pods_grad_accum} differs from args.gradient_accumulation_steps={ga}; drop "
+                    "pods_grad_accum (legacy) and pass pods_ga_same_prompt=True for the paper's GRPO-GA grouping"
+                )
+            pods_ga_same_prompt = True if pods_ga_same_prompt is None else pods_ga_same_prompt
+        self.pods_m = _pods_option(a, "pods_m", pods_m, None)
+        self.pods_rule = _pods_option(a, "pods_rule", pods_rule, "max_variance")
+        self.pods_normalize = _pods_option(a, "pods_normalize", pods_normalize, "after")
+        self.pods_ga_same_prompt = bool(_pods_option(a, "pods_ga_same_prompt", pods_ga_same_prompt, False))
+        self.pods_seed = int(a.seed if pods_seed is None else pods_seed)
+        # groups of n rollouts of the same prompt in one generation round (GA in GRPO-GA mode, else 1)
+        self.pods_grad_accum = ga if self.pods_ga_same_prompt else 1
+        max_steps = pods_max_steps if pods_max_steps is not None else a.max_steps
+        self.pods_max_steps = int(max_steps) if max_steps is not None and max_steps > 0 else None
+        _check_pods_geometry(self)
+        if self.pods_logprob_temperature == "none":
+            reinstall_lm_head(self, temperature=1.0)
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        # The LR schedule may span a different horizon than the step cap (see step_plan).
+        return super().create_scheduler(self.pods_scheduler_steps or num_training_steps, optimizer)
+
+    # -- data: each prompt repeated n times (n x GA in GRPO-GA mode) per generation round -----
+    def _get_train_sampler(self, dataset=None):
+        dataset = self.train_dataset if dataset is None else dataset
+        rows_per_prompt = self.num_generations * self.pods_grad_accum
+        prompts = self.args.generation_batch_size // rows_per_prompt  # distinct prompts per round, all processes
+        # HF fetches GA dataloader batches of generation_batch_size / num_processes rows per process per
+        # optimizer step (TRL repeats each generation batch steps_per_generation times in the sampler).
+        total_rows = None
+        if self.pods_max_steps is not None:
+            total_rows = self.pods_max_steps * self.args.gradient_accumulation_steps * self.args.generation_batch_size
+        return EpochRepeatSampler(
+            dataset,
+            mini_repeat_count=rows_per_prompt,
+            batch_size=prompts,
+            repeat_count=self.num_iterations * self.args.steps_per_generation,
+            shuffle=self.shuffle_dataset,
+            seed=self.args.seed,
+            total_rows=total_rows,
+        )
+
+    # -- generation: timed; each prompt group sampled under its own seed ----------------------
+    def _generate(self, prompts):
+        sync_device(self.accelerator.device)
+        t0 = time.perf_counter()
+        out = super()._generate(prompts)
+        sync_device(self.accelerator.device)
+        self.pods_timing["gen_s"] += time.perf_counter() - t0
+        return out
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        rows = self.num_generations * self.pods_grad_accum
+        if (
+            not self.pods_seeded_generation
+            or not self.model.training
+            or self.use_vllm
+            or self.use_transformers_continuous_batching
+            or images is not None
+            or multimodal_fields
+            or len(prompt_ids) % rows
+        ):
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        groups = len(prompt_ids) // rows
+        offset = self.accelerator.process_index * groups  # global index of this process's first prompt
+        devices = [torch.cuda.current_device()] if self.accelerator.device.type == "cuda" else []
+        completion_ids: list = []
+        for g in range(groups):
+            # One seed per (run seed, step, global prompt position): the same rollouts whatever the
+            # number of processes or prompts per generate() call; the training RNG stream is untouched.
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(mix_seed(self.pods_seed, self.state.global_step, offset + g))
+                ids, _ = super()._generate_single_turn(
+                    prompt_ids[g * rows : (g + 1) * rows], None, {}, num_generations, has_tool_images
+                )
+            completion_ids.extend(ids)
+        return completion_ids, None
+
+    # -- rewards: capture the raw gathered rewards (TRL's batch dict does not carry them) -----
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        t0 = time.perf_counter()
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        check_finite_rewards(
+            rewards_per_func,
+            self.reward_func_names,
+            completions,
+            row_offset=self.accelerator.process_index * len(prompts),
+        )
+        self._pods_rewards_per_func = rewards_per_func
+        self.pods_timing["reward_s"] += time.perf_counter() - t0
+        return rewards_per_func
+
+    # -- PODS: down-sample the scored batch, recompute advantages -----------------------------
+    def _prepare_inputs(self, generation_batch):
+        if not (self.pods_keep_groups and self.model.training):
+            return super()._prepare_inputs(generation_batch)
+        # token_group: TRL shuffles the kept rows across the GA micro-batches before splitting them; without
+        # the shuffle, micro-batch k holds the k-th kept group of each local prompt (one group with one prompt
+        # per process, as in every paper setting), as the authors' (e)-(f) code split them.
+        shuffle = _trl_grpo.shuffle_sequence_dict
+        _trl_grpo.shuffle_sequence_dict = _identity
+        try:
+            return super()._prepare_inputs(generation_batch)
+        finally:
+            _trl_grpo.shuffle_sequence_dict = shuffle
+
+    def _generate_and_score_completions(self, inputs):
+        self._pods_rewards_per_func = None
+        if not self.model.training:
+            return super()._generate_and_score_completions(inputs)
+        # PODS: no forward over rollouts that are about to be dropped. TRL's no-grad forwards (reference
+        # log-probs, vLLM old log-probs / IS ratio) are switched off while it generates and scores, and run
+        # on the kept rows below (_pods_kept_forwards).
+        beta, is_correction = self.beta, self.vllm_importance_sampling_correction
+        self.beta, self.vllm_importance_sampling_correction = 0.0, False
+        try:
+            batch = super()._generate_and_score_completions(inputs)
+        finally:
+            self.beta, self.vllm_importance_sampling_correction = beta, is_correction
+        rewards_per_func = self._pods_rewards_per_func
+        if rewards_per_func is None:
+            raise TRLCompatError(
+                "GRPOTrainer._generate_and_score_completions no longer calls self._calculate_rewards "
+                f"(trl {_trl_version()}); the PODS hook cannot see the rewards. Port pods/trainer/hook.py."
+            )
+        n, m = self.num_generations, self.pods_m
+        device = batch["completion_ids"].device
+        # PODS: the weighted sum of the reward functions, exactly TRL's "sum_then_normalize" reward.
+        rewards_B = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).sum(dim=1)
+        if rewards_B.numel() % n:
+            raise TRLCompatError(f"gathered {rewards_B.numel()} rewards, not a multiple of the group size n={n}")
+        rewards_G_N = rewards_B.detach().to("cpu", torch.float64).view(-1, n)  # all processes' groups, in order
+        # PODS: select per prompt group on the gathered rewards (identical on every process).
+        gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, 0x5E1))
+        keep_G_M = select(rewards_G_N, m, rule=self.pods_rule, generator=gen)
+        adv_G_M = pods_advantages(rewards_G_N, keep_G_M, normalize=self.pods_normalize, eps=ADV_EPS)
+        local_rows = batch["completion_ids"].shape[0]
+        if local_rows % n:
+            raise ValueError(f"this process holds {local_rows} rollouts, not whole groups of n={n}")
+        local_groups = local_rows // n
+        offset = self.accelerator.process_index * local_groups
+        rows_B = local_kept_rows(keep_G_M, n, offset, local_groups)
+        kept = downsample_rows(batch, rows_B)
+        # PODS: advantages of the kept rows from kept-subset (or all-n) statistics.
+        kept["advantages"] = adv_G_M[offset : offset + local_groups].reshape(-1).to(device, torch.float32)
+        loss_mask = (
+            kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
+        )
+        # PODS: the loss normaliser counts only kept tokens (used by TRL's dapo/cispo losses).
+        kept["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        self._pods_kept_forwards(kept)
+
+        kept_rewards_G_M = rewards_G_N.gather(1, keep_G_M)
+        kept_len = self.accelerator.gather(kept["completion_mask"].sum(1).float()).mean().item()
+        metrics = self._metrics["train"]
+        metrics["kept_reward"].append(kept_rewards_G_M.mean().item())
+        metrics["kept_reward_std"].append(
+            kept_rewards_G_M.reshape(-1).std().item() if kept_rewards_G_M.numel() > 1 else 0.0
+        )
+        metrics["kept_frac_reward_zero_std"].append(
+            (kept_rewards_G_M.amax(1) == kept_rewards_G_M.amin(1)).double().mean().item()
+        )
+        metrics["kept_completion_length"].append(kept_len)
+        self.pods_last_selection = {
+            "rewards_G_N": rewards_G_N,
+            "keep_G_M": keep_G_M,
+            "adv_G_M": adv_G_M,
+            "group_offset": offset,
+            "local_groups": local_groups,
+        }
+        if os.environ.get(DEBUG_ENV):
+            self._dump_selection(kept, rows_B)
+        return kept
+
+    def _pods_kept_forwards(self, kept: dict) -> None:
+        """The no-grad forwards TRL would have run over all n rollouts, on the kept rows only (in place).
+
+        Reference log-probs when ``beta != 0`` (as the authors' code: m rows per group); with vLLM and the
+        importance-sampling correction on, the current policy's log-probs and TRL's truncated/masked ratio
+        exp(logp_train - logp_vLLM), per token or per sequence as ``vllm_importance_sampling_mode`` says.
+        """
+        use_is = bool(self.use_vllm and self.vllm_importance_sampling_correction)
+        if self.beta == 0.0 and not use_is:
+            return
+        ids = torch.cat([kept["prompt_ids"], kept["completion_ids"]], dim=1)
+        mask = torch.cat([kept["prompt_mask"], kept["completion_mask"]], dim=1)
+        width = kept["completion_ids"].size(1)
+        chunk = self.args.per_device_train_batch_size
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            if use_is:
+                old_logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width, chunk)
+                kept["old_per_token_logps"] = old_logps
+                kept["importance_sampling_ratio"] = self._pods_is_ratio(kept, old_logps)
+            if self.beta != 0.0:
+                if self.ref_model is not None:
+                    ref, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, mask, width, chunk)
+                else:  # a PEFT policy: the base (adapters off) or an initial "ref" adapter is the reference
+                    unwrapped = self.accelerator.unwrap_model(self.model)
+                    name = "ref" if "ref" in unwrapped.peft_config else None
+                    with use_adapter(unwrapped, adapter_name=name):
+                        ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width, chunk)
+                kept["ref_per_token_logps"] = ref
+
+    def _pods_is_ratio(self, kept: dict, old_logps: torch.Tensor) -> torch.Tensor:
+        """TRL 1.16's vLLM importance-sampling ratio on the kept rows (its four modes)."""
+        sampling = kept.get("sampling_per_token_logps")
+        if sampling is None:
+            raise TRLCompatError("vLLM returned no sampling log-probs; turn rollout.vllm_is_correction off")
+        loss_mask = (
+            kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
+        )
+        diff = torch.nan_to_num((old_logps - sampling) * loss_mask, nan=0.0)  # unscored tokens: ratio 1
+        mode = self.vllm_importance_sampling_mode
+        if mode not in ("sequence_mask", "sequence_truncate", "token_mask", "token_truncate"):
+            raise ValueError(f"unknown vllm_importance_sampling_mode {mode!r}")
+        ratio = torch.exp(diff.sum(dim=-1, keepdim=True) if mode.startswith("sequence") else diff)
+        lo, hi = self.vllm_importance_sampling_clip_min, self.vllm_importance_sampling_clip_max
+        if mode.endswith("truncate"):
+            return torch.clamp(ratio, min=lo, max=hi)
+        lo = -float("inf") if lo is None else lo
+        hi = float("inf") if hi is None else hi
+        return ratio.masked_fill((ratio < lo) | (ratio > hi), 0.0)
+
+    def _dump_selection(self, kept: dict, rows_B: torch.Tensor) -> None:
+        """Append this step's selection to $PODS_DEBUG_DUMP/selection_rank{r}.jsonl (tests, debugging)."""
+        sel = self.pods_last_selection
+        ids = kept["completion_ids"].cpu()
+        mask = kept["completion_mask"].cpu().bool()
+        digests = [hashlib.sha1(str(ids[i][mask[i]].tolist()).encode()).hexdigest()[:16] for i in range(ids.shape[0])]
+        row = {
+            "step": self.state.global_step,
+            "process_index": self.accelerator.process_index,
+            "num_processes": self.accelerator.num_processes,
+            "group_offset": sel["group_offset"],
+            "local_groups": sel["local_groups"],
+            "rewards_G_N": sel["rewards_G_N"].tolist(),
+            "keep_G_M": sel["keep_G_M"].tolist(),
+            "adv_G_M": sel["adv_G_M"].tolist(),
+            "local_rows": rows_B.tolist(),
+            "local_advantages": kept["advantages"].cpu().tolist(),
+            "local_completion_sha": digests,
+        }
+        path = Path(os.environ[DEBUG_ENV]) / f"selection_rank{self.accelerator.process_index}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    # -- the run's access to TRL/HF internals ----------------------------------------------
+    @contextlib.contextmanager
+    def eval_generator(self) -> Iterator[Generator]:
+        """A :class:`pods.evaluation.Generator` sampling from the current policy, in eval mode.
+
+        With vLLM, TRL's colocated engine gets the current weights first (once per optimizer step, as
+        TRL itself does); with HF generation, the model is unwrapped from DDP/DeepSpeed. Training mode
+        is restored on exit.
+        """
+        model = self.model
+        was_training = model.training
+        model.eval()
+        try:
+            if self.use_vllm:
+                if self.state.global_step != getattr(self, "_last_loaded_step", -1):
+                    self.vllm_generation.sync_weights()
+                    self._last_loaded_step = self.state.global_step
+                yield VLLMGenerator(self.vllm_generation.llm, self.processing_class, top_p=1.0, top_k=self.top_k)
+            else:
+                with unwrap_model_for_generation(
+                    self.model_wrapped,
+                    self.accelerator,
+                    gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+                ) as unwrapped:
+                    yield HFGenerator(unwrapped, self.processing_class, top_p=1.0, top_k=self.top_k)
+        finally:
+            if was_training:
+                model.train()
+
+    def _save_checkpoint(self, model, trial):
+        # torch.save reports a full disk as RuntimeError("... unexpected pos ..."): name the disk and path.
+        ckpt = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+        with writing(ckpt, (OSError, RuntimeError)):
+            super()._save_checkpoint(model, trial)
+
+    def load_checkpoint_weights(self, checkpoint: str | os.PathLike) -> None:
+        """Load only the model weights of ``checkpoint`` (HF ``Trainer._load_from_checkpoint``)."""
+        self._load_from_checkpoint(str(checkpoint))
+
+    def remove_console_callbacks(self) -> None:
+        """Drop HF's printer callback and, unless ``disable_tqdm=False`` was asked for (``trl.disable_tqdm``),
+        its progress bar (the run's own progress line and logs replace them)."""
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        self.remove_callback(PrinterCallback)
+        if self.args.disable_tqdm:
+            self.remove_callback(ProgressCallback)
+
+    # -- model card: cites PODS (TRL's card would cite only GRPO and, for a local model, name no base) --
+    def create_model_card(
+        self,
+        model_name: str | None = None,
+        dataset_name: str | None = None,
+        tags: str | list[str] | None = None,
+    ) -> None:
+        """Write ``README.md`` into ``args.output_dir``: base model, the PODS parameters, PODS/GRPO/TRL citations."""
+        if not self.is_world_process_zero():
+            return
+        text = pods_model_card(
+            base_model=self.pods_base_model or _config_model_id(self.model),
+            model_name=model_name or Path(self.args.output_dir).name,
+            dataset_name=dataset_name,
+            tags=[tags] if isinstance(tags, str) else list(tags or []),
+            n=self.num_generations,
+            m=self.pods_m,
+            rule=self.pods_rule,
+            normalize=self.pods_normalize,
+            ga=self.args.gradient_accumulation_steps,
+            ga_same_prompt=self.pods_ga_same_prompt,
+            tag_names=self._tag_names,
+        )
+        out = Path(self.args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "README.md").write_text(text, encoding="utf-8")
+
+
+def _identity(batch: dict) -> dict:
+    return batch
+
+
+def reinstall_lm_head(trainer: GRPOTrainer, temperature: float) -> None:
+    """Re-install TRL's fused LM head on the policy (and reference) with another log-prob temperature.
+
+    TRL 1.16 installs it in ``GRPOTrainer.__init__`` with the *sampling* temperature, so every log-prob
+    (loss, KL, IS ratio) is of softmax(z / T). The new head wraps the old forward; generation
+    (``fused_lm_head=False``) still reaches the model's own forward and samples at T.
+    """
+    from accelerate.utils import is_peft_model
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    base = model.get_base_model() if is_peft_model(model) else model  # where TRL installed it
+    cast = bool(getattr(trainer.args, "cast_lm_head_to_fp32", False))
+    add_fused_lm_head(base, temperature=temperature, cast_lm_head_to_fp32=cast, outputs=("log_probs", "entropy"))
+    if trainer.ref_model is not None:
+        ref = trainer.accelerator.unwrap_model(trainer.ref_model)
+        add_fused_lm_head(ref, temperature=temperature, cast_lm_head_to_fp32=cast)

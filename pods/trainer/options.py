@@ -1,0 +1,138 @@
+"""The PODS parameters of the trainer: :class:`PODSConfig` (GRPOConfig fields), keyword resolution, geometry checks.
+
+Part of :mod:`pods.trainer` (the one place that touches TRL or HF Trainer internals).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig
+
+__all__ = ["PODSConfig"]
+
+
+@dataclass
+class PODSConfig(GRPOConfig):
+    """``GRPOConfig`` plus the PODS parameters; ``num_generations`` is n, the rollouts generated per prompt.
+
+    Example (an open-r1-style recipe with PODS, n = 16 generated, m = 4 kept)::
+
+        args = PODSConfig(output_dir="out", num_generations=16, pods_m=4, per_device_train_batch_size=16,
+                          gradient_accumulation_steps=4, num_train_epochs=1, report_to=["tensorboard"])
+        trainer = PODSGRPOTrainer(model=..., reward_funcs=..., args=args, train_dataset=...)
+    """
+
+    pods_m: int | None = field(
+        default=None,
+        metadata={"help": "Rollouts kept per prompt for the update (PODS m), 2 <= pods_m <= num_generations (n)."},
+    )
+    pods_rule: str = field(
+        default="max_variance",
+        metadata={"help": "Down-sampling rule (pods.selectors.RULES): max_variance (the paper), random, ..."},
+    )
+    pods_normalize: str = field(
+        default="after",
+        metadata={"help": "Advantage statistics of the kept m ('after', the paper) or of all n ('before', App. A.3)."},
+    )
+    pods_ga_same_prompt: bool = field(
+        default=False,
+        metadata={
+            "help": "False: gradient accumulation as in TRL (different prompts in each micro-batch). True: the "
+            "paper's GRPO-GA, gradient_accumulation_steps groups of n rollouts of the same prompt per step."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from pods.registry import RULES, RuleError, check_rule
+
+        if self.pods_m is None:
+            raise ValueError(
+                "PODSConfig needs pods_m, the rollouts kept per prompt (2 <= pods_m <= num_generations="
+                f"{self.num_generations}); pods_m == num_generations is vanilla GRPO"
+            )
+        try:
+            check_rule(self.pods_rule, self.num_generations, self.pods_m, RULES)
+        except RuleError as err:
+            names = {"rollout.n": "num_generations", "rollout.m": "pods_m", "rollout.rule": "pods_rule"}
+            msg = f"{err.problem}; fix: {err.fix}"
+            for old, new in names.items():
+                msg = msg.replace(old, new)
+            raise ValueError(f"PODSConfig: {names.get(err.key, err.key)}: {msg}") from None
+        if self.pods_normalize not in ("after", "before"):
+            raise ValueError(
+                f"PODSConfig: pods_normalize={self.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)"
+            )
+
+
+def _pods_option(args: Any, name: str, given: Any, default: Any) -> Any:
+    """A PODS parameter from the trainer keyword or a :class:`PODSConfig` field (which must agree).
+
+    A PODSConfig field left at its default counts as unset, so a keyword may set it.
+    """
+    from_args = None
+    if isinstance(args, PODSConfig):
+        default = next(f.default for f in dataclasses.fields(PODSConfig) if f.name == name)
+        from_args = getattr(args, name, None)
+        from_args = None if from_args == default else from_args
+    if given is not None and from_args is not None and given != from_args:
+        raise ValueError(
+            f"{name}={given!r} was passed to PODSGRPOTrainer but args.{name}={from_args!r}; set it in one place "
+            "(the PODSConfig field or the keyword argument)"
+        )
+    value = given if given is not None else from_args if from_args is not None else default
+    if value is None:
+        raise ValueError(
+            f"PODSGRPOTrainer needs {name} (rollouts kept per prompt group, 2 <= {name} <= num_generations): pass "
+            f"args=PODSConfig(..., {name}=M) or PODSGRPOTrainer(..., {name}=M); {name} == num_generations is GRPO"
+        )
+    return value
+
+
+def _check_pods_geometry(tr: Any) -> None:
+    """Raise ValueError, naming the GRPOConfig field to change, if the batch cannot be down-sampled."""
+    from pods.selectors import RULES
+
+    a = tr.args
+    n, m, ga, spg = tr.num_generations, tr.pods_m, a.gradient_accumulation_steps, a.steps_per_generation
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= n:
+        raise ValueError(f"pods_m={m!r} must be an integer between 1 and num_generations={n}; m == n is vanilla GRPO")
+    if tr.pods_rule not in RULES:
+        raise ValueError(f"pods_rule={tr.pods_rule!r} is not a down-sampling rule; use one of {', '.join(RULES)}")
+    if tr.pods_normalize not in ("after", "before"):
+        raise ValueError(f"pods_normalize={tr.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)")
+    local_rows = a.per_device_train_batch_size * spg  # rows one process generates per round
+    rows_per_prompt = n * tr.pods_grad_accum
+    if local_rows % rows_per_prompt:
+        what = (
+            f"num_generations x gradient_accumulation_steps = {rows_per_prompt}"
+            if tr.pods_grad_accum > 1
+            else f"num_generations={n}"
+        )
+        raise ValueError(
+            f"per_device_train_batch_size x steps_per_generation = {local_rows} rows per process is not a multiple of "
+            f"{what}, so a prompt group would be split across processes; PODS selects within whole groups. Set "
+            f"per_device_train_batch_size to a multiple of num_generations={n} (e.g. {n})"
+        )
+    kept_rows = local_rows // n * m
+    if kept_rows % spg:
+        raise ValueError(
+            f"the {kept_rows} kept rows per process (pods_m={m} of every {n}) do not split into steps_per_generation="
+            f"{spg} equal micro-batches; set per_device_train_batch_size to a multiple of num_generations={n}"
+        )
+    if tr.pods_ga_same_prompt and spg != ga:
+        raise ValueError(
+            f"pods_ga_same_prompt=True generates the GA groups of a prompt in one round, so steps_per_generation "
+            f"({spg}) must equal gradient_accumulation_steps ({ga}); leave steps_per_generation and "
+            "generation_batch_size unset"
+        )
+    if tr.multi_objective_aggregation != "sum_then_normalize":
+        raise ValueError("PODS selects on the summed reward; use multi_objective_aggregation='sum_then_normalize'")
+    if tr.num_iterations != 1:
+        raise ValueError("PODS runs one update per generation (num_iterations=1), as every setting of the paper")
+
+
+# --------------------------------------------------------------------------------------------
