@@ -54,7 +54,7 @@ class Departure:
     topic: str
     """What differs."""
     option: str
-    """The dotted config key that controls it (its one-line doc is in pods/config.py)."""
+    """The dotted config key that controls it (its one-line doc is in pods/config_schema.py)."""
     paper: dict[str, Any]
     """Setting letter -> the value under fidelity=paper (what experiments/<paper YAML> sets)."""
     code: dict[str, Any]
