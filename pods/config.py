@@ -82,9 +82,9 @@ from pods.config_base import _NO_VALUE as _NO_VALUE
 from pods.config_base import ConfigError
 from pods.config_base import _closest_hint as _closest_hint
 from pods.config_base import _coerce as _coerce
-from pods.config_base import _get as _get
-from pods.config_base import _hints as _hints
 from pods.config_base import _show as _show
+from pods.config_base import field_types as field_types
+from pods.config_base import get_key as get_key
 from pods.config_help import _field_docs as _field_docs
 from pods.config_help import describe_keys, format_keys
 from pods.config_load import (
@@ -96,13 +96,13 @@ from pods.config_load import (
     to_dict,
     validate,
 )
-from pods.config_load import _all_keys as _all_keys
 from pods.config_load import _build as _build
+from pods.config_load import all_keys as all_keys
 from pods.config_load import read_yaml as read_yaml
-from pods.config_names import _NAME_EXCLUDED as _NAME_EXCLUDED
-from pods.config_names import _NAME_HEAD as _NAME_HEAD
-from pods.config_names import _fmt as _fmt
+from pods.config_names import NAME_EXCLUDED as NAME_EXCLUDED
+from pods.config_names import NAME_HEAD as NAME_HEAD
 from pods.config_names import default_run_dir, parse_run_name, resolve_run_dir, run_name
+from pods.config_names import format_value as format_value
 from pods.config_schema import AGGREGATIONS as AGGREGATIONS
 from pods.config_schema import ATTENTION as ATTENTION
 from pods.config_schema import BACKENDS as BACKENDS

@@ -51,7 +51,7 @@ def _show(value: Any) -> str:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def field_types(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
 
@@ -145,7 +145,7 @@ def _closest_hint(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _get(cfg: Any, key: str) -> Any:
+def get_key(cfg: Any, key: str) -> Any:
     for part in key.split("."):
         cfg = getattr(cfg, part)
     return cfg

@@ -9,7 +9,7 @@ import functools
 from dataclasses import fields, is_dataclass
 from typing import Any, get_origin
 
-from pods.config_base import _hints, _optional, _show
+from pods.config_base import _optional, _show, field_types
 from pods.config_schema import TrainConfig
 
 # ----------------------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ def describe_keys(prefix: str = "") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def walk(cls: type, inst: Any, pre: str) -> None:
-        hints, docs = _hints(cls), _field_docs(cls)
+        hints, docs = field_types(cls), _field_docs(cls)
         for f in fields(cls):
             key, tp = pre + f.name, hints[f.name]
             value = getattr(inst, f.name)

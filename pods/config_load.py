@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from pods import registry
-from pods.config_base import _NO_VALUE, ConfigError, _closest_hint, _get, _hints
+from pods.config_base import _NO_VALUE, ConfigError, _closest_hint, field_types, get_key
 from pods.config_schema import GPU_ATTENTION, TrainConfig
 from pods.config_trl import check_trl_section
 
@@ -57,19 +57,19 @@ _ALIASES = {
 }
 
 
-def _all_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+def all_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
     keys = []
-    hints = _hints(cls)
+    hints = field_types(cls)
     for f in fields(cls):
         keys.append(prefix + f.name)
         if is_dataclass(hints[f.name]):
-            keys.extend(_all_keys(hints[f.name], prefix + f.name + "."))
+            keys.extend(all_keys(hints[f.name], prefix + f.name + "."))
     return keys
 
 
 def _unknown_key(key: str, cls: type, prefix: str) -> ConfigError:
     leaf = key.rsplit(".", 1)[-1]
-    everything = _all_keys()
+    everything = all_keys()
     here = [prefix + f.name for f in fields(cls)]
     # A known synonym (TRL / the authors' Hydra names) first, then a close spelling here or anywhere,
     # then the right name in the wrong section ("n=64" for "rollout.n=64").
@@ -91,7 +91,7 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
     for k in data:
         if not isinstance(k, str) or k not in names:
             raise _unknown_key(prefix + str(k), cls, prefix)
-    hints = _hints(cls)
+    hints = field_types(cls)
     kwargs = {}
     for f in fields(cls):
         if f.name not in data:
@@ -327,7 +327,7 @@ def _check_machine(cfg: TrainConfig, machine: Machine) -> None:
         if used and pkg not in machine.packages:
             raise ConfigError(
                 key,
-                _get(cfg, key),
+                get_key(cfg, key),
                 f"needs the {pkg} package, which is not installed",
                 f"pip install '.[gpu]' (or {pkg}), or choose the portable option",
             )

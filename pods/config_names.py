@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pods import registry
-from pods.config_base import _get
+from pods.config_base import get_key
 from pods.config_load import from_dict, read_yaml, resolve_fidelity
 from pods.config_schema import TrainConfig
 from pods.registry import NAME_VOCAB
@@ -29,8 +29,8 @@ from pods.registry import NAME_VOCAB
 # Run names and directories
 
 # Short names of run-name fields: pods.registry.NAME_VOCAB (the sheet's `extra` column uses them too).
-_NAME_HEAD = ("rollout.rule", "rollout.n", "rollout.m")
-_NAME_EXCLUDED = (
+NAME_HEAD = ("rollout.rule", "rollout.n", "rollout.m")
+NAME_EXCLUDED = (
     "setting",
     "fidelity",  # a bundle: its resolved values name the run against the setting's YAML at the same fidelity
     "seed",
@@ -47,7 +47,7 @@ _NAME_EXCLUDED = (
 )
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -56,7 +56,7 @@ def _fmt(value: Any) -> str:
         text = repr(value).removesuffix(".0")  # shortest round-trip form: 1e-06, 0.04, 21600.0
         return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m[1] == "-" else "") + m[2], text)
     if isinstance(value, tuple | list):
-        return "+".join(_fmt(v) for v in value)
+        return "+".join(format_value(v) for v in value)
     return re.sub(r"[^A-Za-z0-9._+-]", "-", str(value))
 
 
@@ -82,10 +82,10 @@ def run_name(cfg: TrainConfig, base: TrainConfig | None = None) -> str:
     r = cfg.rollout
     parts = []
     for key, short in NAME_VOCAB.items():
-        value = _get(cfg, key)
-        if value != _get(base, key):
-            parts.append(f"{short}~{_fmt(value)}")
-    return registry.format_run_name(_fmt(r.rule), r.n, r.m, parts)
+        value = get_key(cfg, key)
+        if value != get_key(base, key):
+            parts.append(f"{short}~{format_value(value)}")
+    return registry.format_run_name(format_value(r.rule), r.n, r.m, parts)
 
 
 _NAME_SPLIT = re.compile(r"_(?=[A-Za-z][A-Za-z0-9]*~)")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from pods import registry
-from pods.config_base import _NO_VALUE, ConfigError, _closest_hint, _coerce, _hints
+from pods.config_base import _NO_VALUE, ConfigError, _closest_hint, _coerce, field_types
 from pods.config_trl import check_trl_keys
 
 # ----------------------------------------------------------------------------------------------
@@ -44,7 +44,7 @@ class _Section:
     _prefix: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        hints = _hints(type(self))
+        hints = field_types(type(self))
         for f in fields(self):  # type: ignore[arg-type]
             key = self._prefix + f.name
             value = _coerce(key, getattr(self, f.name), hints[f.name])

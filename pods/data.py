@@ -409,7 +409,7 @@ def _chem_question(r: dict, where: str) -> tuple[str, str] | None:
     return question, gold
 
 
-def _chem_rows(rows: list[dict], task: str, split: str, src: str, filter_l3: bool) -> list[dict]:
+def chem_rows(rows: list[dict], task: str, split: str, src: str, filter_l3: bool) -> list[dict]:
     out = []
     for i, r in enumerate(rows):
         if filter_l3:
@@ -423,7 +423,7 @@ def _chem_rows(rows: list[dict], task: str, split: str, src: str, filter_l3: boo
     return out
 
 
-def _chem_split(records: list[dict], split: str) -> list[dict]:
+def chem_split(records: list[dict], split: str) -> list[dict]:
     """Fixed 80/20 split: sort by question (hub order independent), shuffle with seed 42."""
     records = sorted(records, key=lambda r: r["question"])
     random.Random(CHEM_SPLIT_SEED).shuffle(records)
@@ -448,7 +448,7 @@ def _load_real(task: str, split: str, path: str | Path | None, math_gold: str = 
         if task == "math":
             return _math_rows(rows, task, split, str(src), math_gold)
         # chemistry: a local file is already this split; keep only the letter items.
-        return _chem_rows(rows, task, split, str(src), filter_l3=False)
+        return chem_rows(rows, task, split, str(src), filter_l3=False)
 
     if task == "gsm8k":
         local = SHARED_DATA / "gsm8k" / f"{split}.jsonl"
@@ -480,7 +480,7 @@ def _load_real(task: str, split: str, path: str | Path | None, math_gold: str = 
     # chemistry
     hub = "hicai-zju/SciKnowEval"
     rows = _load_hub(task, split, lambda: _hub_rows(hub, None, "test"), hub)
-    return _chem_split(_chem_rows(rows, task, split, hub, filter_l3=True), split)
+    return chem_split(chem_rows(rows, task, split, hub, filter_l3=True), split)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -215,7 +215,7 @@ def check_rule(rule: str, n: int, m: int, rules: Iterable[str] = RULES) -> None:
 # run names
 
 # dotted key -> short name in run names (and in the run sheet's `extra` column). Order = order in
-# names. Keys with no entry do not change what is learned (pods.config_names._NAME_EXCLUDED) or are the
+# names. Keys with no entry do not change what is learned (pods.config_names.NAME_EXCLUDED) or are the
 # head of the name (rollout.rule/n/m).
 NAME_VOCAB: dict[str, str] = {
     "policy.model": "model",

@@ -22,7 +22,7 @@ def test_train_help_and_pods_config_list_every_key(capsys):
     text = capsys.readouterr().out
     assert text.startswith("usage: pods train")
     rows = [r for r in pc.describe_keys() if r["type"] != "section"]
-    assert len(rows) == len(pc._all_keys()) - len({r["key"] for r in pc.describe_keys() if r["type"] == "section"})
+    assert len(rows) == len(pc.all_keys()) - len({r["key"] for r in pc.describe_keys() if r["type"] == "section"})
     assert len(rows) >= 50
     for row in rows:
         assert row["doc"], f"{row['key']} has no doc"

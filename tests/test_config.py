@@ -58,7 +58,7 @@ CPU_BOX = Machine(cuda_devices=0, cpu_bf16=False)
 
 
 def _leaf_keys(cls=TrainConfig, prefix=""):
-    hints = pc._hints(cls)
+    hints = pc.field_types(cls)
     for f in fields(cls):
         if is_dataclass(hints[f.name]):
             yield from _leaf_keys(hints[f.name], prefix + f.name + ".")
@@ -393,9 +393,9 @@ def test_every_field_has_a_docstring():
         for c in (
             TrainConfig,
             *(
-                pc._hints(TrainConfig)[f.name]
+                pc.field_types(TrainConfig)[f.name]
                 for f in fields(TrainConfig)
-                if is_dataclass(pc._hints(TrainConfig)[f.name])
+                if is_dataclass(pc.field_types(TrainConfig)[f.name])
             ),
             pc.LoraConfig,
         )
@@ -471,7 +471,7 @@ def test_run_name_ignores_operational_fields():
 
 def test_vocabulary_is_complete_and_parseable():
     leaves = set(_leaf_keys())
-    assert leaves == set(NAME_VOCAB) | set(pc._NAME_HEAD) | set(pc._NAME_EXCLUDED)
+    assert leaves == set(NAME_VOCAB) | set(pc.NAME_HEAD) | set(pc.NAME_EXCLUDED)
     shorts = list(NAME_VOCAB.values())
     assert len(set(shorts)) == len(shorts)
     assert {"sel", "n", "m"}.isdisjoint(shorts)
@@ -542,7 +542,7 @@ def test_each_vocabulary_field_changes_the_name():
         short = NAME_VOCAB[key]
         parsed = parse_run_name(name)
         assert parsed["sel"] == "max_variance", name
-        assert parsed[short] == pc._fmt(pc._get(cfg, key)), name
+        assert parsed[short] == pc.format_value(pc.get_key(cfg, key)), name
         names.add(name)
     assert len(names) == 1 + sum(v is not None for v in CHANGES.values())
     assert set(CHANGES) == set(NAME_VOCAB)
@@ -566,7 +566,7 @@ def test_each_vocabulary_field_changes_the_name():
     ],
 )
 def test_value_format(value, text):
-    assert pc._fmt(value) == text
+    assert pc.format_value(value) == text
     if isinstance(value, float):
         assert float(text) == value
         assert not math.isnan(float(text))

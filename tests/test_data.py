@@ -216,10 +216,10 @@ def test_chemistry_split_is_fixed_and_disjoint():
         for i in range(60)
     ] + [{"question": "bio", "domain": "Biology", "details": {"level": "L3"},
           "choices": {"label": list("ABCD"), "text": list("wxyz")}, "answerKey": "A"}]  # fmt: skip
-    kept = data._chem_rows(rows, "chemistry", "train", "rows", filter_l3=True)
+    kept = data.chem_rows(rows, "chemistry", "train", "rows", filter_l3=True)
     assert len(kept) == 40
-    test = data._chem_split([dict(r) for r in kept], "test")
-    train = data._chem_split([dict(r) for r in reversed(kept)], "train")  # input order does not matter
+    test = data.chem_split([dict(r) for r in kept], "test")
+    train = data.chem_split([dict(r) for r in reversed(kept)], "train")  # input order does not matter
     assert len(test) == 8
     assert len(train) == 32
     assert {r["question"] for r in test}.isdisjoint({r["question"] for r in train})

@@ -430,7 +430,7 @@ def _doc_value(cell: str, letter: str) -> str | None:
     return None
 
 
-def _get(cfg, key):
+def get_key(cfg, key):
     for part in key.split("."):
         cfg = getattr(cfg, part)
     return cfg
@@ -460,13 +460,13 @@ def test_every_arm_resolves_to_the_docs_table_under_both_switch_values(tmp_path)
             dump[f"{arm.setting}/{arm.run_name}/{fid}"] = {
                 "trl": trl,
                 "pods": {k: v for k, v in kwargs.items() if k != "pods_seed"},
-                "options": {d.option: _get(cfg, d.option) for d in fidelity.DEPARTURES},
+                "options": {d.option: get_key(cfg, d.option) for d in fidelity.DEPARTURES},
             }
             for d in fidelity.DEPARTURES:
                 table = d.paper if fid == "paper" else d.code
                 if arm.setting not in table:
                     continue
-                value = _get(cfg, d.option)
+                value = get_key(cfg, d.option)
                 assert value == table[arm.setting], (arm.setting, arm.run_name, fid, d.option)
                 column = "`fidelity=paper`" if fid == "paper" else "`fidelity=code`"
                 assert _doc_value(doc[d.option][column], arm.setting) == fidelity._yaml(value), (d.option, fid)
