@@ -37,6 +37,7 @@ GOLDS = {
     "chemistry": ("B", "A", "B"),
     "arith": ("18", "-7", "18"),
     "arith_hard": ("18", "180", "18"),
+    "arith_heldout": ("18", "-7", "18"),
     "arith_mc": ("B", "C", "B"),
 }
 # Failure modes that the corpus must never reach: the guards in front of them must fire first.
