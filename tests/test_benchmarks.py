@@ -246,7 +246,7 @@ def test_help(mod, capsys):
     assert "usage" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["bench_memory", "bench_asymmetry", "bench_select", "cost_model"])
+@pytest.mark.parametrize("name", ["bench_memory", "bench_asymmetry", "bench_select", "cost_model", "profile_tiny_step"])
 def test_benchmarks_folder_holds_thin_entry_points(name):
     """benchmarks/*.py only forward to the package (issue 12 item 3: a wheel has the code)."""
     text = (REPO / "benchmarks" / f"{name}.py").read_text()
@@ -269,7 +269,7 @@ def test_profile_tiny_step_splits_the_step(tiny_policy_dir, tmp_path):
     step into generation + reward + update + bookkeeping (which add up to the step)."""
     import json
 
-    import profile_tiny_step
+    from pods.bench import profile_tiny_step
 
     out = tmp_path / "profile.json"
     args = ["--steps", "2", "--arms", "baseline", "--eval-examples", "2", "--model", str(tiny_policy_dir)]
