@@ -36,15 +36,8 @@ Decisions the paper leaves to us (documented at the fields too):
 - ``eval.every_steps``, when set, replaces the time grid ``eval.every_s``; ``budget.max_time_s`` and
   ``budget.max_steps`` may both be set (the run stops at whichever comes first), but not both null.
 
-Run names (:func:`run_name`): ``sel~{rule}_n~{n}_m~{m}[_{extra}]`` where ``extra`` lists, in the fixed
-order of :data:`NAME_VOCAB`, ``short~value`` for every field that differs from the setting's own YAML
-(``experiments/{setting}.yaml``; the schema defaults when there is none). So the PODS and GRPO arms of
-setting (a) are ``sel~max_variance_n~64_m~16`` and ``sel~max_variance_n~16_m~16``, and an override
-``optim.lr=1e-6`` adds ``_lr~1e-6``. Fields that do not change what is learned (``seed``, ``out_dir``,
-``hardware.*``, ``checkpoint.*``, gradient checkpointing, attention kernel, vLLM memory share) are
-left out. Values: floats in shortest round-trip form without exponent padding (``1e-6``, ``0.04``,
-``21600``), booleans ``true``/``false``, lists joined by ``+``, characters outside ``[A-Za-z0-9._+-]``
-replaced by ``-``. :func:`parse_run_name` reads a name back into ``{short: value}``.
+Run names (:func:`run_name`, ``sel~{rule}_n~{n}_m~{m}[_{extra}]``) and their vocabulary: see
+:mod:`pods.config_names`, which owns them.
 
 Additions to the DESIGN.md schema: ``policy.load_in_4bit`` (the authors' code loads 4-bit base weights,
 the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/linear decay; the
