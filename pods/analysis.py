@@ -37,7 +37,7 @@ import pandas as pd
 
 from pods import registry
 from pods.released import load_released, load_released_steps, read_released
-from pods.runlog import RunDirError, RunLogger
+from pods.runlog import RunLogger
 from pods.speedup import (
     Comparison,
     bootstrap_speedup,
@@ -162,7 +162,7 @@ def _check_finished(run_dir: Path) -> None:
     if (run_dir / "summary.json").exists():
         try:
             RunLogger(run_dir, enabled=False).check_finished()
-        except (RunDirError, ValueError) as e:
+        except ValueError as e:  # RunDirError (a ValueError) names the damaged file
             raise AnalysisInputError(str(e)) from None
 
 
