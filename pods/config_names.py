@@ -38,6 +38,7 @@ NAME_EXCLUDED = (
     "policy.gradient_checkpointing",
     "policy.attn_implementation",
     "rollout.vllm_gpu_memory_utilization",
+    "rollout.fast_decode",  # how rollouts are computed, not which (token-identical to generate)
     "checkpoint.every_steps",
     "hardware.device",
     "hardware.num_processes",

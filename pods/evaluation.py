@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import torch
 
+from pods import fastgen
 from pods.config import TrainConfig
 from pods.runlog import RunLogger
 
@@ -118,10 +119,21 @@ class HFGenerator:
 
     Completions end at the first EOS token (kept out of the text) or at ``max_tokens``; the token
     counts of the last call are in ``self.last_lengths`` (same layout as the return value).
+    ``fast_decode``: sample with :func:`pods.fastgen.sample` (token-identical) where it covers the model and
+    settings (``rollout.fast_decode``).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, top_p: float = 1.0, batch_rows: int | None = None, top_k: int = 0):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        top_p: float = 1.0,
+        batch_rows: int | None = None,
+        top_k: int = 0,
+        fast_decode: bool = False,
+    ):
         self.model = model
+        self.fast_decode = fast_decode
         self.tokenizer = tokenizer
         self.top_p = top_p
         self.top_k = top_k  # 0 = off
@@ -172,6 +184,7 @@ class HFGenerator:
         if n < 1 or max_tokens < 1:
             raise ValueError(f"n and max_tokens must be >= 1, got n={n}, max_tokens={max_tokens}")
         gen_cfg = self._generation_config(temperature, max_tokens)
+        fast = self.fast_decode and fastgen.unsupported_reason(self.model, gen_cfg) is None
         device = next(self.model.parameters()).device
         prompt_ids = _encode_prompts(self.tokenizer, prompts)
         per_call = max(1, self.batch_rows // n)  # prompts per generate() call
@@ -184,9 +197,12 @@ class HFGenerator:
             with torch.random.fork_rng(devices=devices):
                 if seed is not None:
                     torch.manual_seed(mix_seed(seed, start))
-                out = self.model.generate(
-                    input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg
-                )
+                if fast:
+                    out = fastgen.sample(self.model, ids.to(device), attn.to(device), gen_cfg)
+                else:
+                    out = self.model.generate(
+                        input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg
+                    )
             comp = out[:, width:].cpu().tolist()
             for p in range(len(rows) // n):
                 cuts = [self._cut(toks) for toks in comp[p * n : (p + 1) * n]]
@@ -331,7 +347,7 @@ def evaluate(run_dir: str | os.PathLike, overrides: Sequence[str] = ()) -> dict:
     gen = (
         VLLMGenerator(str(final), tokenizer, top_k=top_k)
         if cfg.rollout.backend == "vllm"
-        else HFGenerator(model, tokenizer, top_k=top_k)
+        else HFGenerator(model, tokenizer, top_k=top_k, fast_decode=cfg.rollout.fast_decode)
     )
     logger = RunLogger(run_dir)
     out = {}

@@ -23,6 +23,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer import grpo_trainer as _trl_grpo
 from trl.trainer.utils import add_fused_lm_head, use_adapter
 
+from pods import fastgen
 from pods.evaluation import Generator, HFGenerator, VLLMGenerator, mix_seed
 from pods.grpo import pods_advantages
 from pods.runlog import writing
@@ -68,6 +69,8 @@ class PODSGRPOTrainer(GRPOTrainer):
             training, ``max_steps=-1``).
         pods_scheduler_steps: horizon of the LR schedule (default: HF's number of training steps).
         pods_seeded_generation: sample each prompt group under its own seed (HF backend only).
+        pods_fast_decode: sample with :mod:`pods.fastgen` where it covers the model and the sampling settings
+            (token-identical to ``generate``; the seeded prompt groups in one batched call); evaluation too.
         pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
         pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
         pods_base_model: the base model's name for the model card (default: the model config's
@@ -97,6 +100,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_grad_accum: int | None = None,
         pods_logprob_temperature: str = "sampling",
         pods_keep_groups: bool = False,
+        pods_fast_decode: bool = False,
         **kwargs: Any,
     ):
         check_trl_compat()
@@ -108,6 +112,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         self.pods_logprob_temperature = pods_logprob_temperature
         self.pods_keep_groups = bool(pods_keep_groups)
         self.pods_seeded_generation = pods_seeded_generation
+        self.pods_fast_decode = bool(pods_fast_decode)
         self.pods_scheduler_steps = pods_scheduler_steps
         self.pods_base_model = pods_base_model
         self._pods_rewards_per_func: torch.Tensor | None = None
@@ -190,18 +195,51 @@ class PODSGRPOTrainer(GRPOTrainer):
             )
         groups = len(prompt_ids) // rows
         offset = self.accelerator.process_index * groups  # global index of this process's first prompt
+        seeds = [mix_seed(self.pods_seed, self.state.global_step, offset + g) for g in range(groups)]
+        fast = self._fast_decode_model()
+        if fast is not None:
+            return self._fast_generate(fast, prompt_ids, seeds), None
         devices = [torch.cuda.current_device()] if self.accelerator.device.type == "cuda" else []
         completion_ids: list = []
         for g in range(groups):
             # One seed per (run seed, step, global prompt position): the same rollouts whatever the
             # number of processes or prompts per generate() call; the training RNG stream is untouched.
             with torch.random.fork_rng(devices=devices):
-                torch.manual_seed(mix_seed(self.pods_seed, self.state.global_step, offset + g))
+                torch.manual_seed(seeds[g])
                 ids, _ = super()._generate_single_turn(
                     prompt_ids[g * rows : (g + 1) * rows], None, {}, num_generations, has_tool_images
                 )
             completion_ids.extend(ids)
         return completion_ids, None
+
+    def _fast_decode_model(self) -> Any:
+        """The unwrapped policy when :mod:`pods.fastgen` may sample for it (``pods_fast_decode``), else None."""
+        if not self.pods_fast_decode or self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return None
+        model = self.accelerator.unwrap_model(self.model)
+        return model if fastgen.unsupported_reason(model, self.generation_config) is None else None
+
+    def _fast_generate(self, model: Any, prompt_ids: list[list[int]], seeds: list[int]) -> list[list[int]]:
+        """The seeded path of ``_generate_single_turn`` in one batched :func:`pods.fastgen.sample` call.
+
+        Each group's tokens are those of ``torch.manual_seed(seed); generate(group)`` (tests/test_fastgen.py);
+        completions keep their first EOS and lose what follows, as TRL's regular path returns them.
+        """
+        pad_id = self._tokenizer.pad_token_id
+        width = max(len(x) for x in prompt_ids)
+        ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, x in enumerate(prompt_ids):
+            ids[i, width - len(x) :] = torch.tensor(x, dtype=torch.long)
+            mask[i, width - len(x) :] = 1
+        device = self.accelerator.device
+        out = fastgen.sample(model, ids.to(device), mask.to(device), self.generation_config, group_seeds=seeds)
+        eos = set(self.eos_token_ids)
+        completions = []
+        for row in out[:, width:].tolist():
+            cut = next((k for k, t in enumerate(row) if t in eos), None)
+            completions.append(row[: cut + 1] if cut is not None else row)
+        return completions
 
     # -- rewards: capture the raw gathered rewards (TRL's batch dict does not carry them) -----
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -396,7 +434,13 @@ class PODSGRPOTrainer(GRPOTrainer):
                     self.accelerator,
                     gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
                 ) as unwrapped:
-                    yield HFGenerator(unwrapped, self.processing_class, top_p=1.0, top_k=self.top_k)
+                    yield HFGenerator(
+                        unwrapped,
+                        self.processing_class,
+                        top_p=1.0,
+                        top_k=self.top_k,
+                        fast_decode=self.pods_fast_decode and not (self.is_deepspeed_enabled or self.is_fsdp_enabled),
+                    )
         finally:
             if was_training:
                 model.train()
