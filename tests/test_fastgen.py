@@ -130,7 +130,7 @@ def test_logits_match_the_model_forward():
 
 
 @pytest.mark.parametrize(
-    "change, reason",
+    ("change", "reason"),
     [
         (dict(top_p=0.9), "top_p"),
         (dict(top_k=50), "top_k"),
@@ -142,7 +142,8 @@ def test_settings_it_does_not_cover_are_refused(change, reason):
     model = _model("llama")
     assert fastgen.unsupported_reason(model, _gen_cfg()) is None
     why = fastgen.unsupported_reason(model, _gen_cfg(**change))
-    assert why and reason in why
+    assert why
+    assert reason in why
     with pytest.raises(ValueError, match="cannot stand in"):
         fastgen.sample(model, *_prompts(2), _gen_cfg(**change))
 
@@ -169,6 +170,7 @@ def test_training_with_fast_decode_is_identical_to_generate(tiny_cfg, tmp_path):
     b = train(tiny_cfg(tmp_path / "hf", *run, *ga, "rollout.fast_decode=false"))
     for name in ("metrics.jsonl", "eval.jsonl"):
         ra, rb = read_jsonl(a / name), read_jsonl(b / name)
-        assert ra and len(ra) == len(rb)
+        assert ra
+        assert len(ra) == len(rb)
         strip = [[{k: v for k, v in r.items() if k not in TIMING} for r in rows] for rows in (ra, rb)]
         assert strip[0] == strip[1], name
