@@ -222,7 +222,9 @@ def sample(
             full[active] = probs
             probs = full
         if gens:
-            noise = torch.cat([torch.empty(group_rows, vocab, device=device).exponential_(1, generator=g) for g in gens])
+            noise = torch.cat(
+                [torch.empty(group_rows, vocab, device=device).exponential_(1, generator=g) for g in gens]
+            )
             tok = (probs / noise).argmax(dim=-1)
         else:
             tok = torch.multinomial(probs, num_samples=1).squeeze(1)
