@@ -109,6 +109,8 @@ def _run_overrides(arm):
     """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets."""
     sheet_part = arm.overrides
     scale_part = {**SCALE["overrides"], **setting_knobs(arm.setting)["overrides"]}
+    if not arm.role:  # the sweeps and ablations: the scale may give them their own budget
+        scale_part.update(SCALE.get("ablation_overrides") or {})
     clash = sorted(set(sheet_part) & set(scale_part))
     if clash:
         _fail(

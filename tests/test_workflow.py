@@ -183,6 +183,9 @@ def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(w
 
     out = scale_dry_run(workdir, dry_runs, scale)
     prof = CONFIG["scales"][scale]
+    from pods.registry import read_sheet
+
+    with_role = {(arm.setting, arm.run_name) for arm in read_sheet(REPO / prof["runs"]) if arm.role}
     yamls, bases = {}, {}
     for job in train_jobs(out):
         # = pods.config.load_config(experiment, args, check_machine=False), reading each YAML once;
@@ -190,15 +193,19 @@ def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(w
         summary = Path(job["summary"])
         letter = summary.parts[-4]
         over = {**prof.get("overrides", {}), **prof.get("settings", {}).get(letter, {}).get("overrides", {})}
+        ablation = (letter, summary.parts[-3]) not in with_role
+        if ablation:  # the sweeps and ablations: the scale's ablation_overrides come last
+            over.update(prof.get("ablation_overrides", {}))
         budget = [f"{k}={'null' if v is None else v}" for k, v in over.items()]
         if job["experiment"] not in yamls:
             yamls[job["experiment"]] = read_yaml(REPO / job["experiment"])
-        if (job["experiment"], letter) not in bases:
-            bases[(job["experiment"], letter)] = from_dict(apply_overrides(yamls[job["experiment"]], budget))
+        key = (job["experiment"], letter, ablation)
+        if key not in bases:
+            bases[key] = from_dict(apply_overrides(yamls[job["experiment"]], budget))
         cfg = validate(from_dict(apply_overrides(yamls[job["experiment"]], job["args"])), check_machine=False)
         assert str(cfg.out_dir) == str(summary.parent)
         assert f"seed~{cfg.seed}" == summary.parent.name
-        assert run_name(cfg, base=bases[(job["experiment"], letter)]) == summary.parts[-3]
+        assert run_name(cfg, base=bases[key]) == summary.parts[-3]
         if scale == "tiny":  # issue 10: the tiny runs count steps; no wall-clock budget or time grid
             assert cfg.budget.max_time_s is None, job["args"]
             assert cfg.eval.every_s is None, job["args"]
@@ -460,17 +467,20 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
     with (wd / "pods" / "registry.py").open("a") as fh:
         fh.write(RECORD_G)
 
-    # The dry run schedules (g)'s runs (2 seeds x 2 main arms + 1 ablation seed) and nothing else changes.
+    # The dry run schedules (g)'s runs (the main_bcd seeds x 2 main arms + the ablation seeds of its ablation
+    # row) and nothing else changes.
     out = dry_run(wd, "tiny")
     runs = [Path(j["summary"]).parts[-4:-1] for j in train_jobs(out)]
     g = sorted((arm, seed) for s, arm, seed in runs if s == "g")
-    assert g == [
-        ("sel~max_variance_n~32_m~8", "seed~0"),
-        ("sel~max_variance_n~32_m~8", "seed~1"),
-        ("sel~max_variance_n~64_m~8", "seed~0"),
-        ("sel~max_variance_n~8_m~8", "seed~0"),
-        ("sel~max_variance_n~8_m~8", "seed~1"),
-    ]
+    seeds = CONFIG["scales"]["tiny"]["seeds"]
+    assert g == sorted(
+        [
+            (arm, f"seed~{s}")
+            for arm in ("sel~max_variance_n~32_m~8", "sel~max_variance_n~8_m~8")
+            for s in seeds["main_bcd"]
+        ]
+        + [("sel~max_variance_n~64_m~8", f"seed~{s}") for s in seeds["ablation"]]
+    )
     assert {j["experiment"] for j in train_jobs(out) if Path(j["summary"]).parts[-4] == "g"} == {
         "experiments/tiny_g.yaml"
     }
