@@ -64,12 +64,24 @@ def parser(doc: str, bench: bool = False) -> argparse.ArgumentParser:
     else:
         ap.add_argument("--curves", required=True, help="curves.csv from pods.analysis")
         ap.add_argument("--steps", help="steps.csv from pods.analysis (s/step bars)")
+        ap.add_argument(
+            "--x",
+            choices=("time", "steps"),
+            default="time",
+            help="x axis of the curves: training time (the paper's, wall-clock budgets) or optimizer steps "
+            "(step budgets, the tiny scale: the same figure whatever the machine's load)",
+        )
     ap.add_argument("--out", required=True, help="PATH.pdf; PATH.png is written beside it")
     return ap
 
 
+XAXIS = "time"  # set by load(): "time" or "steps"
+
+
 def load(args) -> tuple:
     """(curves or None, steps or None): a missing file gives None and a placeholder later."""
+    global XAXIS
+    XAXIS = getattr(args, "x", "time")
     curves = A.read_curves(args.curves) if Path(args.curves).exists() else None
     return curves, A.read_steps(getattr(args, "steps", None))
 
@@ -108,13 +120,17 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy") -> Non
     if not curves:
         what = ", ".join(missing) or "any arm"
         return placeholder(ax, f"({setting}) no runs for {what} on {dataset} / {metric}")
-    unit, scale = A.time_unit(max(c["time_s"].max() for _, c, _ in curves))
+    if XAXIS == "steps":
+        xcol, unit, scale, xlabel = "step", "", 1.0, "optimizer steps"
+    else:
+        unit, scale = A.time_unit(max(c["time_s"].max() for _, c, _ in curves))
+        xcol, xlabel = "time_s", f"training time ({unit})"
     pct = 100.0 if metric != "completion_len_mean" else 1.0
     for label, c, color in curves:
-        ax.plot(c["time_s"] / scale, c["mean"] * pct, marker="o", color=color, label=label)
+        ax.plot(c[xcol] / scale, c["mean"] * pct, marker="o", color=color, label=label)
         top = 100.0 if pct == 100 else None  # an accuracy band cannot leave [0, 100] %
         ax.fill_between(
-            c["time_s"] / scale, (c["lo"] * pct).clip(0, top), (c["hi"] * pct).clip(0, top), color=color, alpha=0.25
+            c[xcol] / scale, (c["lo"] * pct).clip(0, top), (c["hi"] * pct).clip(0, top), color=color, alpha=0.25
         )
     if pct == 1.0:
         # Lengths: the whole range from 0 tokens, so that a drift of one token reads as one token.
@@ -127,7 +143,7 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy") -> Non
         if hi > lo:  # like the paper: the y-range follows t > 0, the base-model point may sit below
             ax.set_ylim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
     ax.set_xlim(0, None)
-    ax.set_xlabel(f"training time ({unit})")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("test accuracy (%)" if pct == 100 else "completion length (tokens)")
     ax.legend(title=", ".join(missing) + " missing" if missing else None)
 

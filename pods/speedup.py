@@ -56,15 +56,20 @@ def mean_curve(df: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFr
     """Mean over seeds at each grid point, with SEM and the 1.96 x SEM band used in the paper.
 
     `keys`: columns that identify one curve (default: CONFIG_KEYS + dataset + metric present in df).
-    Returns keys + grid, time_s, mean, sem, lo, hi, n_seeds. SEM uses ddof = 1 over the seeds that
+    Returns keys + grid, time_s, step (mean over seeds, where df has it), mean, sem, lo, hi, n_seeds. SEM uses ddof = 1 over the seeds that
     have that grid point; with a single seed SEM is 0 (the authors' plot.py convention).
     """
     if keys is None:
         keys = [k for k in (*CONFIG_KEYS, "dataset", "metric") if k in df.columns]
     keys = list(keys)
     g = df.groupby([*keys, "grid"], dropna=False, sort=True)
+    extra = {"step": ("step", "mean")} if "step" in df.columns else {}
     out = g.agg(
-        time_s=("time_s", "mean"), mean=("value", "mean"), std=("value", "std"), n_seeds=("value", "count")
+        time_s=("time_s", "mean"),
+        **extra,
+        mean=("value", "mean"),
+        std=("value", "std"),
+        n_seeds=("value", "count"),
     ).reset_index()
     out["sem"] = (out["std"] / np.sqrt(out["n_seeds"])).where(out["n_seeds"] > 1, 0.0)
     out["lo"] = out["mean"] - 1.96 * out["sem"]

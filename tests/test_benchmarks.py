@@ -284,3 +284,20 @@ def test_profile_tiny_step_splits_the_step(tiny_policy_dir, tmp_path):
     assert step["gen"] > 0
     assert step["update"] > 0
     assert set(arm["eval_s_per_set"]) == {"arith", "arith_heldout", "arith_hard"}
+
+
+def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(tiny_policy_dir, tmp_path, capsys):
+    """--fast-decode both: each arm twice (pods.fastgen, then transformers' generate), the same rollouts
+    (equal completion lengths), and the generation ratio printed."""
+    import json
+
+    from pods.bench import profile_tiny_step
+
+    out = tmp_path / "profile.json"
+    args = ["--steps", "2", "--arms", "baseline", "--eval-examples", "2", "--model", str(tiny_policy_dir)]
+    assert profile_tiny_step.main([*args, "--fast-decode", "both", "--json", str(out)]) == 0
+    fast, slow = json.loads(out.read_text())["arms"]
+    assert (fast["arm"], slow["arm"]) == ("baseline n=16 m=16 fastgen", "baseline n=16 m=16 generate")
+    assert (fast["fast_decode"], slow["fast_decode"]) == (True, False)
+    assert fast["mean_step"]["completion_len"] == slow["mean_step"]["completion_len"]
+    assert "transformers' generate / pods.fastgen" in capsys.readouterr().out

@@ -82,7 +82,13 @@ class Timers:
 
 
 def profile_arm(
-    role: str, steps: int, eval_examples: int, out_root: Path, cprofile: int, model: str | None = None
+    role: str,
+    steps: int,
+    eval_examples: int,
+    out_root: Path,
+    cprofile: int,
+    model: str | None = None,
+    fast_decode: bool | None = None,
 ) -> dict:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
     from transformers import TrainerCallback
@@ -102,6 +108,7 @@ def profile_arm(
         "eval.max_examples": eval_examples,
         "checkpoint.every_steps": 10 * steps,
         **({"policy.model": model} if model else {}),
+        **({"rollout.fast_decode": str(fast_decode).lower()} if fast_decode is not None else {}),
     }
     args = [f"{k}={'null' if v is None else v}" for k, v in over.items()]
     run_dir = out_root / f"{role}_n{arm.n}_m{arm.m}"
@@ -195,18 +202,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=1, help="run the arms this many times, interleaved (A B A B ...)")
     ap.add_argument("--cprofile", type=int, default=0, help="also print the top N functions of a cProfile")
     ap.add_argument("--model", help="policy.model instead of the YAML's tiny:llama-arith (tests)")
+    ap.add_argument(
+        "--fast-decode",
+        choices=("yaml", "on", "off", "both"),
+        default="yaml",
+        help="rollout.fast_decode (pods.fastgen vs transformers' generate): the YAML's, on, off, or both "
+        "interleaved (on, off) per arm and repeat, with the generation ratio printed",
+    )
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
+    modes = {"yaml": [None], "on": [True], "off": [False], "both": [True, False]}[args.fast_decode]
 
     imports = startup_imports_s()
     results = []
     with tempfile.TemporaryDirectory(prefix="pods-profile-") as tmp:
         for rep in range(args.repeats):
             for role in args.arms:
-                out = Path(tmp) / f"rep{rep}"
-                res = profile_arm(role, args.steps, args.eval_examples, out, args.cprofile, args.model)
-                res["arm"] += f" #{rep + 1}" if args.repeats > 1 else ""
-                results.append(res)
+                for fast in modes:
+                    out = Path(tmp) / f"rep{rep}" / f"fast{fast}"
+                    res = profile_arm(role, args.steps, args.eval_examples, out, args.cprofile, args.model, fast)
+                    res["arm"] += {None: "", True: " fastgen", False: " generate"}[fast]
+                    res["arm"] += f" #{rep + 1}" if args.repeats > 1 else ""
+                    res["fast_decode"] = fast
+                    results.append(res)
 
     print(f"\nstart-up: imports of `python -m pods train` in a fresh interpreter {imports:.1f} s")
     keys = ("step", "gen", "reward", "update", "bookkeeping")
@@ -223,6 +241,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{s['completion_len']:.1f}; building the run {r['build_run_s']:.1f} s; evaluation per set "
             f"({r['eval_examples']} examples): " + ", ".join(f"{k} {v:.2f} s" for k, v in r["eval_s_per_set"].items())
         )
+    if args.fast_decode == "both":
+        print("\ngeneration s/step, transformers' generate / pods.fastgen (same rollouts, side by side):")
+        pairs = list(zip(results[::2], results[1::2], strict=True))
+        for on, off in pairs:
+            g_on, g_off = on["mean_step"]["gen"], off["mean_step"]["gen"]
+            st_on, st_off = on["mean_step"]["step"], off["mean_step"]["step"]
+            print(
+                f"  {off['arm']:<30} gen {g_off:.3f} / {g_on:.3f} = {g_off / g_on:.2f}x;"
+                f" whole step {st_off:.3f} / {st_on:.3f} = {st_off / st_on:.2f}x"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps({"imports_s": imports, "arms": results}, indent=1) + "\n")
     return 0
