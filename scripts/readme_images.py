@@ -3,6 +3,9 @@
     snakemake -c1 results/released/figures/fig_3_main.png results/released/figures/fig_4_sweeps.png \
         results/released/figures/fig_5_rules.png            # add --config released_logs=DIR offline
     python scripts/readme_images.py                          # -> docs/img/released_fig_*.png
+    snakemake -c2                                            # the tiny scale's figures, then:
+    python scripts/readme_images.py --src results/figures --prefix tiny \
+        --figures fig_3_main fig_4_sweeps fig_5_rules fig_6_normalization   # -> docs/img/tiny_fig_*.png
 
 Needs Pillow (a matplotlib dependency). The figures themselves come from figures/fig_*.py; this only
 shrinks them (width --width pixels, 128 colours) so that the repository stays small.
@@ -24,17 +27,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--src", type=Path, default=Path("results/released/figures"))
     ap.add_argument("--dest", type=Path, default=Path("docs/img"))
     ap.add_argument("--width", type=int, default=1000)
+    ap.add_argument("--prefix", default="released", help="file names: docs/img/<prefix>_<figure>.png")
+    ap.add_argument("--figures", nargs="+", default=list(FIGURES))
     args = ap.parse_args(argv)
-    missing = [name for name in FIGURES if not (args.src / f"{name}.png").is_file()]
+    missing = [name for name in args.figures if not (args.src / f"{name}.png").is_file()]
     if missing:
         print(f"error: {', '.join(missing)} not in {args.src}: build them first (see the docstring)", file=sys.stderr)
         return 2
     args.dest.mkdir(parents=True, exist_ok=True)
-    for name in FIGURES:
+    for name in args.figures:
         img = Image.open(args.src / f"{name}.png").convert("RGB")
         if img.width > args.width:
             img = img.resize((args.width, round(img.height * args.width / img.width)), Image.LANCZOS)
-        out = args.dest / f"released_{name}.png"
+        out = args.dest / f"{args.prefix}_{name}.png"
         img.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
         print(f"{out}: {img.width}x{img.height}, {out.stat().st_size / 1024:.0f} KB")
     return 0
