@@ -213,7 +213,8 @@ class RolloutConfig(_Section):
     fast_decode: bool = False
     """hf backend: sample with pods.fastgen (a lean KV-cache decoder, token-identical to transformers' generate,
     one batched call for all seeded prompt groups) where it covers the model and sampling settings (Llama/Qwen2
-    without LoRA or quantisation, plain temperature sampling); elsewhere generate as usual. The tiny YAMLs set
+    without LoRA or quantisation, plain temperature sampling); elsewhere generate as usual. Ignored with
+    backend vllm (vLLM samples), so a tiny YAML runs with rollout.backend=vllm unchanged. The tiny YAMLs set
     it (issue 10: a tiny step spent 70-80% of its time in generate)."""
     vllm_gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take, in (0, 1] (authors' code: 0.5)."""
@@ -255,8 +256,6 @@ class RolloutConfig(_Section):
             )
         if self.max_completion_length < 1:
             self._fail("max_completion_length", "must be >= 1", "use e.g. 512 (PAPER.md §3.3)")
-        if self.fast_decode and self.backend != "hf":
-            self._fail("fast_decode", "applies to the hf backend only", "set rollout.fast_decode=false with vllm")
         if self.backend not in BACKENDS:
             self._fail("backend", f"is not one of {', '.join(BACKENDS)}", "use hf (any machine) or vllm (GPU)")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
