@@ -34,6 +34,7 @@ __all__ = [
     "VLLMGenerator",
     "evaluate",
     "evaluate_policy",
+    "left_pad",
     "load_eval_sets",
     "mix_seed",
     "pin_cpu_threads",
@@ -114,6 +115,17 @@ def _encode_prompts(tokenizer: Any, prompts: Sequence[Any]) -> list[list[int]]:
     return [list(x) for x in tokenizer(text=list(prompts))["input_ids"]]
 
 
+def left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(ids, attention mask, width): token rows left-padded to the longest, as TRL pads prompts."""
+    width = max(len(x) for x in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, x in enumerate(rows):
+        ids[i, width - len(x) :] = torch.tensor(x, dtype=torch.long)
+        attn[i, width - len(x) :] = 1
+    return ids, attn, width
+
+
 class HFGenerator:
     """Batched sampling with ``model.generate`` (any device); tested on CPU.
 
@@ -159,13 +171,7 @@ class HFGenerator:
         )
 
     def _left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, int]:
-        width = max(len(x) for x in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        attn = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, x in enumerate(rows):  # left padding, as TRL
-            ids[i, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-            attn[i, width - len(x) :] = 1
-        return ids, attn, width
+        return left_pad(rows, self.pad_id)
 
     def _cut(self, toks: list[int]) -> tuple[list[int], int]:
         """(completion tokens without EOS, generated length counting EOS, as TRL does)."""

@@ -24,7 +24,7 @@ from trl.trainer import grpo_trainer as _trl_grpo
 from trl.trainer.utils import add_fused_lm_head, use_adapter
 
 from pods import fastgen
-from pods.evaluation import Generator, HFGenerator, VLLMGenerator, mix_seed
+from pods.evaluation import Generator, HFGenerator, VLLMGenerator, left_pad, mix_seed
 from pods.grpo import pods_advantages
 from pods.runlog import writing
 from pods.selectors import select
@@ -225,13 +225,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         Each group's tokens are those of ``torch.manual_seed(seed); generate(group)`` (tests/test_fastgen.py);
         completions keep their first EOS and lose what follows, as TRL's regular path returns them.
         """
-        pad_id = self._tokenizer.pad_token_id
-        width = max(len(x) for x in prompt_ids)
-        ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for i, x in enumerate(prompt_ids):
-            ids[i, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-            mask[i, width - len(x) :] = 1
+        ids, mask, width = left_pad(prompt_ids, self._tokenizer.pad_token_id)
         device = self.accelerator.device
         out = fastgen.sample(model, ids.to(device), mask.to(device), self.generation_config, group_seeds=seeds)
         eos = set(self.eos_token_ids)
