@@ -538,3 +538,19 @@ def test_fidelity_code_schedules_the_200_runs_as_the_authors_code_ran_them(workd
     res = snakemake(workdir, "-n", "--config", "scale=tiny", "fidelity=code")
     assert res.returncode != 0
     assert "paper settings only" in res.stdout + res.stderr
+
+
+def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
+    """config/tiny_long.yaml merges into the tiny scale: (a) 600 steps, (e) 150, under results/long."""
+    out = dry_run(workdir, "tiny", "--configfile", "config/tiny_long.yaml")
+    budgets = {}
+    for job in train_jobs(out):
+        assert job["summary"].startswith("results/long/runs/"), job["summary"]
+        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
+        letter = job["summary"].split("/")[3]
+        budgets.setdefault(letter, set()).add((args["budget.max_steps"], args["eval.every_steps"]))
+    assert budgets["e"] == {("150", "15")}
+    assert ("600", "50") in budgets["a"]  # the main arms; the sweeps keep ablation_overrides
+    assert ("60", "20") in budgets["a"]
+    assert budgets["b"] == {("150", "15")}
+    assert budgets["f"] == {("60", "10")}
