@@ -9,7 +9,8 @@ Specs (`policy.model` in the config):
   and reloaded afterwards; a cached build whose recipe differs from `TINY_MODELS` is rebuilt.
   Names (`TINY_MODELS`): `llama-arith` (the embedded default, analogue of setting (a)),
   `qwen2-arith` (second architecture, analogue of (b)), `llama-arith_hard` (harder task, lower start,
-  analogue of (c)), `llama-arith_mc` (letter answers, analogue of (d)). All are 3 layers, width 96,
+  analogue of (c)), `llama-arith_mc` (letter answers, analogue of (d)), `llama-arith_warm`
+  (llama-arith warm-started to a 65% target, config/tiny_warm.yaml). All are 3 layers, width 96,
   4 heads, MLP 256, tied embeddings, vocabulary 101 (97 ASCII characters + pad/bos/eos/unk): 342k
   parameters (Llama), 315k (Qwen2: q/k/v biases, 2 key-value heads). Measured on the 2 shared
   cores here, the llama-arith warm start takes 300 steps of batch 64 (40 s alone, ~3 min under

@@ -518,6 +518,7 @@ def _table_row(
     if one_seed:  # a resample of one seed is that seed: no interval
         boot = {k: (math.nan if k.endswith(("_low", "_high")) else v) for k, v in boot.items()}
     grid = np.diff(np.sort(base_curve["time_s"].unique()))
+    plateau = baseline_plateau(base_curve, res["t_peak_s"])
     note = []
     if not res["pods_reached"]:
         note.append("PODS never reached the target")
@@ -534,6 +535,7 @@ def _table_row(
         "threshold": threshold,
         "peak_baseline": res["peak"],
         "t_peak_baseline_s": res["t_peak_s"],
+        **plateau,
         "target": res["target"],
         "t_baseline_s": res["t_baseline_s"],
         "t_pods_s": res["t_pods_s"],
@@ -563,6 +565,33 @@ def _table_row(
         "n_seeds_pods": n_pods,
         "n_boot": n_boot,
         "note": "; ".join(note),
+    }
+
+
+PLATEAU_SHARE = 0.8  # issue 10: a baseline has plateaued if its peak lies before the last 20% of its run
+
+
+def baseline_plateau(base_curve: pd.DataFrame, t_peak_s: float) -> dict:
+    """Where the baseline's mean curve peaks within its run (issue 10's plateau criterion).
+
+    `base_curve`: the baseline's `mean_curve` frame; `t_peak_s`: the grid time of its peak
+    (`time_to_peak`). Positions are in optimizer steps (the mean over seeds at that evaluation)
+    where the curve has them, else in seconds. Returns peak_at_baseline and last_at_baseline (step
+    or seconds of the peak and of the last evaluation), peak_share_baseline (their ratio) and
+    plateau_baseline (share <= PLATEAU_SHARE: the peak lies before the last 20% of the run; a
+    peak at the last evaluations means the curve may still be rising).
+    """
+    curve = base_curve.sort_values("time_s")
+    pos = "step" if "step" in curve.columns and curve["step"].notna().all() else "time_s"
+    at_peak = curve.loc[np.isclose(curve["time_s"], t_peak_s), pos]
+    peak_at = float(at_peak.iloc[0]) if len(at_peak) else math.nan
+    last_at = float(curve[pos].iloc[-1]) if len(curve) else math.nan
+    share = peak_at / last_at if last_at > 0 else math.nan
+    return {
+        "peak_at_baseline": peak_at,
+        "last_at_baseline": last_at,
+        "peak_share_baseline": share,
+        "plateau_baseline": bool(share <= PLATEAU_SHARE),
     }
 
 
@@ -621,8 +650,18 @@ def _three_cells(row) -> list[str]:
             text += f" [{lo}, {hi}]"
         cells.append(text)
     cells.append(_fmt(float(row.get("p_pods_never", math.nan)), 2))
+    cells.append(_plateau_cell(row))
     cells.append(_fmt(float(row.get("paper_speedup", math.nan)), 1))
     return cells
+
+
+def _plateau_cell(row) -> str:
+    """'425 of 600 (0.71)': where the baseline's mean curve peaks, of its last evaluation."""
+    share = float(row.get("peak_share_baseline", math.nan))
+    if math.isnan(share):
+        return "-"
+    at, last = (_fmt(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
+    return f"{at} of {last} ({share:.2f}{'' if row.get('plateau_baseline') else ', no plateau'})"
 
 
 def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
@@ -645,7 +684,7 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
            "peak mean curve on the evaluation grid (t = 0 excluded), truncated to one decimal as the "
            "paper prints it; CI: 95% percentile bootstrap over seeds within each arm."]  # fmt: skip
     if len(df) and "speedup_steps" in df.columns:
-        head3 = ["setting"] + [h for h, *_ in _THREE] + ["PODS never (share of resamples)", "paper"]
+        head3 = ["setting"] + [h for h, *_ in _THREE] + ["PODS never (share of resamples)", "baseline peak at", "paper"]
         md += ["", "### Three speed-ups", "", "| " + " | ".join(head3) + " |", "|" + "---|" * len(head3)]
         md += ["| " + " | ".join(_three_cells(r)) + " |" for _, r in df.iterrows()]
         md += ["", "(i) optimizer steps for the baseline / for PODS to first reach the same target (steps: the mean "
@@ -653,7 +692,10 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
                "for each arm here (mean training seconds / mean steps over runs); (iii) (i) x the seconds per "
                "step of the setting's arms on the paper's hardware, a prediction: sources below. Intervals: "
                "95% percentile bootstrap over seeds, over the resamples in which PODS reached the target; "
-               "'PODS never' is the share of resamples in which it did not.", ""]  # fmt: skip
+               "'PODS never' is the share of resamples in which it did not. 'baseline peak at': the step "
+               "(seconds without steps) of the baseline mean curve's peak, of its last evaluation; 'no plateau' "
+               f"where the peak lies in the last {1 - PLATEAU_SHARE:.0%} of the run (the curve may still rise).",
+               ""]  # fmt: skip
         md += [f"- ({r['setting']}) paper s/step: {r['paper_sps_source']}" for _, r in df.iterrows()]
     paths[1].write_text("\n".join(md) + "\n")
 

@@ -599,6 +599,9 @@ def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
     assert a["speedup_paper_hw"] == pytest.approx(32 * 7.53 / (6 * 10.08))  # (iii) = 3.984
     assert a["paper_sps_source"].startswith("released logs (a)")
     assert a["p_pods_never"] == 0.0
+    # The baseline's mean curve peaks at its last evaluation (step 32 of 32): no plateau.
+    assert (a["peak_at_baseline"], a["last_at_baseline"], a["peak_share_baseline"]) == (32.0, 32.0, 1.0)
+    assert not a["plateau_baseline"]
     # Resampled steps: baseline mean in {30, 32, 34}, PODS in {5, 6, 7}: (i) within [30/7, 34/5].
     assert 30 / 7 - 1e-9 <= a["speedup_steps_ci_low"] <= a["speedup_steps"] <= a["speedup_steps_ci_high"] <= 6.8
     c = table.loc["c"]
@@ -616,3 +619,28 @@ def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
     predicted = [fit["fixed_s"] + fit["g1_s"] * n + fit["u1_s"] * 8 for n in (8, 32)]
     assert [c["paper_sps_baseline"], c["paper_sps_pods"]] == pytest.approx(predicted)
     assert c["paper_sps_baseline"] < c["paper_sps_pods"]
+
+
+def test_baseline_plateau_is_where_the_mean_curve_peaks_in_steps_of_the_last_evaluation(tmp_path):
+    # Baseline mean curve 0.5, 0.9, 0.8, 0.85, 0.85 at mean steps 10..50: peak at step 20 of 50.
+    base = [[0.5, 0.9, 0.8, 0.85, 0.85], [0.5, 0.9, 0.8, 0.85, 0.85]]
+    steps = [[10, 20, 30, 40, 50]] * 2
+    curves = pd.DataFrame(
+        _tidy_arm("a", "grpo", 4, 4, base, steps) + _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 2, steps)
+    )
+    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    row = A.speedup_table(curves, [comp], n_boot=200).iloc[0]
+    assert (row["peak_at_baseline"], row["last_at_baseline"], row["peak_share_baseline"]) == (20.0, 50.0, 0.4)
+    assert row["plateau_baseline"]
+    # At the 80% mark it still counts as a plateau; one evaluation later it does not.
+    for peak_k, plateau in ((3, True), (4, False)):
+        late = [[0.5, 0.6, 0.7, 0.8, 0.8]] * 2
+        late = [[*v[:peak_k], 0.95, *v[peak_k + 1 :]] for v in late]
+        curves = pd.DataFrame(
+            _tidy_arm("a", "grpo", 4, 4, late, steps) + _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 2, steps)
+        )
+        row = A.speedup_table(curves, [comp], n_boot=50).iloc[0]
+        assert row["peak_at_baseline"] == 10.0 * (peak_k + 1)
+        assert bool(row["plateau_baseline"]) is plateau
+    A.write_table(A.speedup_table(curves, [comp], n_boot=50), tmp_path / "t")
+    assert "50 of 50 (1.00, no plateau)" in (tmp_path / "t.md").read_text()

@@ -53,7 +53,7 @@ def test_arith_heldout_is_in_no_training_set():
     # pods.models holds out the first TinySpec.val_size warm-start problems of the seed-0 order
     from pods.models import TINY_MODELS
 
-    for name in ("llama-arith", "qwen2-arith"):
+    for name in ("llama-arith", "qwen2-arith", "llama-arith_warm"):
         spec = TINY_MODELS[name]
         assert (spec.task, spec.seed, spec.val_size) == ("arith", data.ARITH_HELDOUT_SEED, data.ARITH_HELDOUT_SIZE)
     warm = data.warm_start_train("arith", seed=0)

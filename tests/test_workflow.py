@@ -554,3 +554,24 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
     assert ("60", "20") in budgets["a"]
     assert budgets["b"] == {("150", "15")}
     assert budgets["f"] == {("60", "10")}
+
+
+def test_tiny_warm_overlay_moves_a_and_e_to_the_warm_model_in_its_own_root(workdir):
+    """config/tiny_warm.yaml: (a) with its sweeps and (e) train tiny:llama-arith_warm (built by a job of
+    the DAG), (a) 600 steps and (e) 150 on 400-problem evaluations; (b)-(d), (f) and the ablations'
+    budget stay the default tiny scale's; everything under results/warm."""
+    out = dry_run(workdir, "tiny", "--configfile", "config/tiny_warm.yaml")
+    seen = {}
+    for job in train_jobs(out):
+        assert job["summary"].startswith("results/warm/runs/"), job["summary"]
+        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
+        letter = job["summary"].split("/")[3]
+        model = args.get("policy.model")
+        if model == "tiny:llama-arith_warm":
+            assert any(i.endswith("tiny/llama-arith_warm/pods_tiny.json") for i in job["input"]), job["input"]
+        seen.setdefault(letter, set()).add((model, args["budget.max_steps"], args.get("eval.max_examples")))
+    assert seen["a"] == {("tiny:llama-arith_warm", "600", "400"), ("tiny:llama-arith_warm", "60", "400")}
+    assert seen["e"] == {("tiny:llama-arith_warm", "150", "400")}
+    for letter in "bcdf":
+        assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
+    assert job_counts(out)["build_tiny_model"] == 5  # the four default models and llama-arith_warm
