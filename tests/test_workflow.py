@@ -540,14 +540,22 @@ def test_fidelity_code_schedules_the_200_runs_as_the_authors_code_ran_them(workd
     assert "paper settings only" in res.stdout + res.stderr
 
 
+def overlay_train_jobs(workdir: Path, overlay: str, root: str) -> tuple[str, list[tuple[str, dict, dict]]]:
+    """Dry run of the tiny scale with a config overlay: its output and, per train job (each checked to
+    write under `root`), the setting letter, the key=value arguments and the job."""
+    out = dry_run(workdir, "tiny", "--configfile", overlay)
+    jobs = []
+    for job in train_jobs(out):
+        assert job["summary"].startswith(f"{root}/runs/"), job["summary"]
+        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
+        jobs.append((job["summary"].split("/")[3], args, job))
+    return out, jobs
+
+
 def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
     """config/tiny_long.yaml merges into the tiny scale: (a) 600 steps, (e) 150, under results/long."""
-    out = dry_run(workdir, "tiny", "--configfile", "config/tiny_long.yaml")
     budgets = {}
-    for job in train_jobs(out):
-        assert job["summary"].startswith("results/long/runs/"), job["summary"]
-        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
-        letter = job["summary"].split("/")[3]
+    for letter, args, _ in overlay_train_jobs(workdir, "config/tiny_long.yaml", "results/long")[1]:
         budgets.setdefault(letter, set()).add((args["budget.max_steps"], args["eval.every_steps"]))
     assert budgets["e"] == {("150", "15")}
     assert ("600", "50") in budgets["a"]  # the main arms; the sweeps keep ablation_overrides
@@ -560,12 +568,9 @@ def test_tiny_warm_overlay_moves_a_and_e_to_the_warm_model_in_its_own_root(workd
     """config/tiny_warm.yaml: (a) with its sweeps and (e) train tiny:llama-arith_warm (built by a job of
     the DAG), (a) 600 steps and (e) 150 on 400-problem evaluations; (b)-(d), (f) and the ablations'
     budget stay the default tiny scale's; everything under results/warm."""
-    out = dry_run(workdir, "tiny", "--configfile", "config/tiny_warm.yaml")
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_warm.yaml", "results/warm")
     seen = {}
-    for job in train_jobs(out):
-        assert job["summary"].startswith("results/warm/runs/"), job["summary"]
-        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
-        letter = job["summary"].split("/")[3]
+    for letter, args, job in jobs:
         model = args.get("policy.model")
         if model == "tiny:llama-arith_warm":
             assert any(i.endswith("tiny/llama-arith_warm/pods_tiny.json") for i in job["input"]), job["input"]
