@@ -7,10 +7,10 @@ Specs (`policy.model` in the config):
   reaches a target (default 30% at temperature 1.0), so that RL starts between 10% and 60% and has
   room to climb. Built once into `cache_root()/tiny/<name>/` (`$PODS_CACHE`, else `~/.cache/pods`)
   and reloaded afterwards; a cached build whose recipe differs from `TINY_MODELS` is rebuilt.
-  Names (`TINY_MODELS`): `llama-arith` (the embedded default, analogue of setting (a)),
+  Names (`TINY_MODELS`): `llama-arith` (the experiment YAMLs' (a)/(e) model, used by the smoke scale),
   `qwen2-arith` (second architecture, analogue of (b)), `llama-arith_hard` (harder task, lower start,
   analogue of (c)), `llama-arith_mc` (letter answers, analogue of (d)), `llama-arith_warm`
-  (llama-arith warm-started to a 65% target, config/tiny_warm.yaml). All are 3 layers, width 96,
+  (llama-arith warm-started to a 65% target: the tiny scale's (a), its sweeps, and (e); config/config.yaml). All are 3 layers, width 96,
   4 heads, MLP 256, tied embeddings, vocabulary 101 (97 ASCII characters + pad/bos/eos/unk): 342k
   parameters (Llama), 315k (Qwen2: q/k/v biases, 2 key-value heads). Measured on the 2 shared
   cores here, the llama-arith warm start takes 300 steps of batch 64 (40 s alone, ~3 min under

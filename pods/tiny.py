@@ -117,7 +117,8 @@ TINY_MODELS: dict[str, TinySpec] = {
     # target once stopped on guessing noise); checked every 25 steps (0.45 overshot to 59% on test).
     "llama-arith_mc": TinySpec(arch="llama", task="arith_mc", target_accuracy=0.35, eval_every=25),
     # llama-arith warm-started further (550 SFT steps, 66% sampled test accuracy instead of 27%), so
-    # that RL saturates inside a CPU budget: the model of config/tiny_warm.yaml (issue 10).
+    # that RL saturates inside a CPU budget: the tiny scale's (a), its sweeps, and (e) train it
+    # (config/config.yaml scales.tiny.settings; issue 10).
     "llama-arith_warm": TinySpec(arch="llama", task="arith", target_accuracy=0.65),
 }
 

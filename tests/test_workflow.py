@@ -224,6 +224,14 @@ def test_every_setting_has_one_main_comparison_in_the_sheet(sheet):
         assert arms["pods"].n > arms["pods"].m
 
 
+# The tiny models each scale builds: the tiny scale trains (a), its sweeps and (e), and benchmarks Fig. 1,
+# on the warm-started model (issue 10); the smoke scale keeps the experiment YAMLs' cheaper models.
+SCALE_MODELS = {
+    "tiny": (["llama-arith_hard", "llama-arith_mc", "llama-arith_warm", "qwen2-arith"], "llama-arith_warm"),
+    "smoke": (["llama-arith", "llama-arith_hard", "llama-arith_mc", "qwen2-arith"], "llama-arith"),
+}
+
+
 @pytest.mark.parametrize("scale", ["tiny", "smoke"])
 def test_tiny_models_are_built_by_jobs_of_the_dag(workdir, dry_runs, paper_dry_run, scale):
     """One build_tiny_model job per tiny model of the scale; every run and the benchmark wait for
@@ -233,18 +241,21 @@ def test_tiny_models_are_built_by_jobs_of_the_dag(workdir, dry_runs, paper_dry_r
         m[1]: m[0]
         for m in re.finditer(r"\S+/tiny/([\w.-]+)/pods_tiny\.json", out)
     }  # fmt: skip
+    models, bench_model = SCALE_MODELS[scale]
     assert job_counts(out)["build_tiny_model"] == 4
-    assert sorted(cards) == ["llama-arith", "llama-arith_hard", "llama-arith_mc", "qwen2-arith"]
-    assert re.findall(r"python -m pods.models build tiny:([\w.-]+)", out).count("llama-arith") == 1
+    assert sorted(cards) == models
+    built = re.findall(r"python -m pods.models build tiny:([\w.-]+)", out)
+    assert sorted(built) == models
     yamls = {}
     for job in train_jobs(out):
         if job["experiment"] not in yamls:
             yamls[job["experiment"]] = yaml.safe_load((REPO / job["experiment"]).read_text())
-        model = yamls[job["experiment"]]["policy"]["model"]
+        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
+        model = args.get("policy.model", yamls[job["experiment"]]["policy"]["model"])
         assert model.startswith("tiny:")
         assert cards[model[len("tiny:") :]] in job["input"], job
     bench = re.search(r"rule bench_asymmetry:\n\s+input: (.*)", out)[1]
-    assert cards["llama-arith"] in bench.split(", ")
+    assert cards[bench_model] in bench.split(", ")
     assert "build_tiny_model" not in job_counts(paper_dry_run)
 
 
@@ -553,30 +564,41 @@ def overlay_train_jobs(workdir: Path, overlay: str, root: str) -> tuple[str, lis
 
 
 def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
-    """config/tiny_long.yaml merges into the tiny scale: (a) 600 steps, (e) 150, under results/long."""
-    budgets = {}
-    for letter, args, _ in overlay_train_jobs(workdir, "config/tiny_long.yaml", "results/long")[1]:
+    """config/tiny_long.yaml merges into the tiny scale: (a) 600 steps, (e) 150, under results/long, on the
+    cold-start model, 5 seeds and 200-problem evaluations it was measured with (its record)."""
+    budgets, models = {}, {}
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_long.yaml", "results/long")
+    for letter, args, _ in jobs:
         budgets.setdefault(letter, set()).add((args["budget.max_steps"], args["eval.every_steps"]))
+        models.setdefault(letter, set()).add((args.get("policy.model"), args.get("eval.max_examples")))
     assert budgets["e"] == {("150", "15")}
     assert ("600", "50") in budgets["a"]  # the main arms; the sweeps keep ablation_overrides
     assert ("60", "20") in budgets["a"]
     assert budgets["b"] == {("150", "15")}
     assert budgets["f"] == {("60", "10")}
+    assert models["a"] == models["e"] == {("tiny:llama-arith", "200")}
+    assert sum(1 for letter, _, _ in jobs if letter == "e") == 10
+    assert sum(1 for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] == "600") == 10
 
 
-def test_tiny_warm_overlay_moves_a_and_e_to_the_warm_model_in_its_own_root(workdir):
-    """config/tiny_warm.yaml: (a) with its sweeps and (e) train tiny:llama-arith_warm (built by a job of
-    the DAG), (a) 600 steps and (e) 150 on 400-problem evaluations; (b)-(d), (f) and the ablations'
-    budget stay the default tiny scale's; everything under results/warm."""
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_warm.yaml", "results/warm")
-    seen = {}
-    for letter, args, job in jobs:
+def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
+    """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm (built
+    by a job of the DAG), (a) 600 steps on 8 seeds per main arm and (e) 150 steps, both on 400-problem
+    evaluations; (b)-(d), (f) keep their experiment YAML's model and the scale's evaluation size."""
+    out = scale_dry_run(workdir, dry_runs, "tiny")
+    seen, seeds = {}, {}
+    for job in train_jobs(out):
+        assert job["summary"].startswith("results/runs/"), job["summary"]
+        letter = job["summary"].split("/")[2]
+        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
         model = args.get("policy.model")
         if model == "tiny:llama-arith_warm":
             assert any(i.endswith("tiny/llama-arith_warm/pods_tiny.json") for i in job["input"]), job["input"]
         seen.setdefault(letter, set()).add((model, args["budget.max_steps"], args.get("eval.max_examples")))
+        seeds.setdefault((letter, args["budget.max_steps"]), set()).add(args["seed"])
     assert seen["a"] == {("tiny:llama-arith_warm", "600", "400"), ("tiny:llama-arith_warm", "60", "400")}
     assert seen["e"] == {("tiny:llama-arith_warm", "150", "400")}
+    assert seeds[("a", "600")] == {str(s) for s in range(8)}
+    assert seeds[("a", "60")] == {"0", "1", "2"}
     for letter in "bcdf":
         assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
-    assert job_counts(out)["build_tiny_model"] == 5  # the four default models and llama-arith_warm
