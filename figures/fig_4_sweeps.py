@@ -34,7 +34,7 @@ else:
             F.placeholder(row[0], f"({s}) no {var} sweep at {fixed}: train more {var} values")
             F.placeholder(row[1], "no runs")
             continue
-        F.curve_panel(row[0], curves, s, groups)
+        F.curve_panel(row[0], curves, s, groups, common_range=True)
         row[0].set_title(f"({s}) {var} sweep at {next(iter(fixed))} = {next(iter(fixed.values()))}")
         F.bar_panel(row[1], steps, s, groups)
 F.save(fig, args.out)

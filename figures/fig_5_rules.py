@@ -25,7 +25,7 @@ else:
     groups = [
         (r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.A.arm_label(n0, m0, r)]) for r in RULES if r in present
     ]
-    F.curve_panel(ax_c, curves, s, groups)
+    F.curve_panel(ax_c, curves, s, groups, common_range=True)
     absent = [r for r in RULES if r not in present]
     ax_c.set_title(f"({s}) rules at n = {n0}, m = {m0}" + (f"; no runs: {', '.join(absent)}" if absent else ""))
     F.bar_panel(ax_b, steps, s, groups)

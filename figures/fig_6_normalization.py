@@ -29,7 +29,7 @@ else:
         (f"{w} down-sampling", {**sel, "normalize": w}, F.ARM_COLOR[F.A.arm_label(2, 1, "max_variance", w)])
         for w in ("after", "before")
     ]
-    F.curve_panel(ax_c, curves, s, groups)
+    F.curve_panel(ax_c, curves, s, groups, common_range=True)
     ax_c.set_title(f"({s}) advantage normalization, n = {sel['n']}, m = {sel['m']}")
     F.bar_panel(ax_b, steps, s, groups)
 F.save(fig, args.out)

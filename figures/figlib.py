@@ -108,8 +108,13 @@ def title(df, setting: str) -> str:
     return R.setting_title(setting, name)  # the setting record's title (paper or tiny analogue)
 
 
-def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy") -> None:
-    """Mean +- 1.96 SEM curves of `groups` = [(label, selector dict, colour)] in one setting."""
+def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common_range=False) -> None:
+    """Mean +- 1.96 SEM curves of `groups` = [(label, selector dict, colour)] in one setting.
+
+    common_range: draw every curve only up to the shortest one's last point, so that arms with different
+    budgets are compared over the same span (the tiny scale trains its sweeps and ablations 60 steps,
+    the main arms they share 600: uncut, the ablations would fill a tenth of the axis); the x label says
+    where the curves were cut. No effect where every arm ran as long (the paper scale)."""
     if df is None:
         return placeholder(ax, "no curves table: run `python -m pods.analysis collect` first")
     dataset = dataset or A.primary_dataset(df, setting)
@@ -125,6 +130,12 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy") -> Non
     else:
         unit, scale = A.time_unit(max(c["time_s"].max() for _, c, _ in curves))
         xcol, xlabel = "time_s", f"training time ({unit})"
+    if common_range:
+        end = min(c[xcol].max() for _, c, _ in curves)
+        if any(c[xcol].max() > end for _, c, _ in curves):
+            curves = [(label, c[c[xcol] <= end], color) for label, c, color in curves]
+            shown = f"{end / scale:g}" + (f" {unit}" if xcol == "time_s" else "")
+            xlabel += f" (all arms cut at {shown}, the shortest arm's last evaluation)"
     pct = 100.0 if metric != "completion_len_mean" else 1.0
     for label, c, color in curves:
         ax.plot(c[xcol] / scale, c["mean"] * pct, marker="o", color=color, label=label)

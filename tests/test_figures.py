@@ -170,3 +170,35 @@ def test_fig_8_length_axis_shows_the_whole_range(monkeypatch, tmp_path, tiny_tab
         assert lo == 0, (ax.get_title(), lo, hi)  # lengths of 60-61 tokens, drawn from 0
         assert hi >= 61.0, (ax.get_title(), lo, hi)
         assert "(a) 2-digit" in ax.get_title() or "(b) 2-digit" in ax.get_title()
+
+
+def test_ablation_figures_compare_arms_over_the_shortest_arms_span(monkeypatch, tmp_path_factory, tmp_path):
+    """Figs. 4-6 cut every curve at the shortest arm's last evaluation (the tiny scale trains its sweeps
+    60 steps, the main arms they share 600) and say so on the x axis; Fig. 3 keeps whole curves."""
+    helpers = _helpers()
+    root = tmp_path_factory.mktemp("ragged_runs")
+    for seed in (0, 1):
+        helpers.write_run(root, "tiny_a", 16, 16, seed, [0.3, 0.32, 0.35, 0.36, 0.37, 0.38], every_s=10.0)
+        helpers.write_run(root, "tiny_a", 64, 16, seed, [0.3, 0.36, 0.38, 0.39, 0.40, 0.41], every_s=10.0)
+        helpers.write_run(root, "tiny_a", 32, 16, seed, [0.3, 0.33, 0.37], every_s=10.0)
+    out = tmp_path_factory.mktemp("ragged_tables")
+    sheet = out / "runs.tsv"
+    rows = [
+        "a\tmax_variance\t16\t16\t\tbaseline\tmain\tfig_3_main,fig_4_sweeps\tfake",
+        "a\tmax_variance\t64\t16\t\tpods\tmain\tfig_3_main,fig_4_sweeps\tfake",
+        "a\tmax_variance\t32\t16\t\t\tablation\tfig_4_sweeps\tfake",
+    ]
+    sheet.write_text("setting\trule\tn\tm\textra\trole\tseeds\tfigures\tnote\n" + "\n".join(rows) + "\n")
+    args = ["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet), "--letters", "tiny_a=a"]
+    assert A.main(args) == 0
+    curves = str(out / "curves.csv")
+    fig, _ = _drawn(monkeypatch, "fig_4_sweeps", "--curves", curves, "--x", "steps", out=tmp_path / "f4.pdf")
+    n_sweep = next(ax for ax in fig.axes if ax.get_title().startswith("(a) n sweep"))
+    ends = {line.get_label(): max(line.get_xdata()) for line in n_sweep.get_lines()}
+    assert set(ends) == {"$N = 16$", "$N = 32$", "$N = 64$"}
+    assert len(set(ends.values())) == 1, ends  # all cut at the n=32 sweep's last evaluation
+    assert "cut at" in n_sweep.get_xlabel()
+    fig, _ = _drawn(monkeypatch, "fig_3_main", "--curves", curves, "--x", "steps", out=tmp_path / "f3.pdf")
+    main = next(ax for ax in fig.axes if ax.get_title().startswith("(a)"))
+    assert max(max(line.get_xdata()) for line in main.get_lines()) > max(ends.values())
+    assert "cut at" not in main.get_xlabel()
