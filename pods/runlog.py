@@ -64,6 +64,7 @@ __all__ = [
     "read_jsonl",
     "resumable_checkpoint",
     "run_dir_lock",
+    "cpu_info",
     "run_meta",
     "writable_dir_problem",
     "writing",
@@ -256,8 +257,29 @@ def package_versions(names: Iterable[str] = _PACKAGES) -> dict[str, str | None]:
     return out
 
 
+def cpu_info() -> dict[str, str | None]:
+    """The CPU a run's numbers were computed on: its model name and the instruction set torch's kernels
+    dispatch to (``torch.backends.cpu.get_cpu_capability()``, e.g. AVX2, AVX512). A step-budget run is
+    the same whatever the machine's load, but float rounding differs between instruction sets (issue 10:
+    the tiny scale's gradients differ in their last bits under AVX2 vs AVX512 dispatch, and a sampled
+    token can flip many steps later), so runs compare bit for bit only on the same CPU kind."""
+    model = platform.processor() or None
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), model)
+    except OSError:
+        pass
+    try:
+        import torch
+
+        capability = torch.backends.cpu.get_cpu_capability()
+    except (ImportError, AttributeError):
+        capability = None
+    return {"model": model, "torch_capability": capability}
+
+
 def run_meta(num_processes: int = 1) -> dict[str, Any]:
-    """The ``meta`` block of config.json: versions, git commit, start time, host, device."""
+    """The ``meta`` block of config.json: versions, git commit, start time, host, device, CPU."""
     device = "cpu"
     try:
         import torch
@@ -273,6 +295,7 @@ def run_meta(num_processes: int = 1) -> dict[str, Any]:
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "device": device,
+        "cpu": cpu_info(),
         "num_processes": num_processes,
         "argv": sys.argv,
     }

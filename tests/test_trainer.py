@@ -317,6 +317,17 @@ def test_train_smoke_writes_complete_logs(tiny_cfg, tmp_path):
     assert conf["rollout"]["n"] == 8
     assert "torch" in conf["meta"]["packages"]
     assert conf["meta"]["start_time"]
+    # the CPU kind: float rounding (and so a long run's samples) depends on the instruction set
+    assert conf["meta"]["cpu"]["torch_capability"] in {
+        "DEFAULT",
+        "NO AVX",
+        "AVX2",
+        "AVX512",
+        "ZVECTOR",
+        "VSX",
+        "SVE256",
+    }
+    assert conf["meta"]["cpu"]["model"]
     # the final policy differs from the initial one
     from safetensors.torch import load_file
 
