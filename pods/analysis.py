@@ -40,6 +40,7 @@ from pods.released import load_released, load_released_steps, read_released
 from pods.runlog import RunLogger
 from pods.speedup import (
     Comparison,
+    baseline_late_gain,
     baseline_plateau,
     bootstrap_speedup,
     default_comparisons,
@@ -95,6 +96,7 @@ __all__ = [
     "AnalysisInputError",
     "Comparison",
     "arm_label",
+    "baseline_late_gain",
     "baseline_plateau",
     "bootstrap_speedup",
     "default_comparisons",

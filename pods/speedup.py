@@ -518,7 +518,7 @@ def _table_row(
     if one_seed:  # a resample of one seed is that seed: no interval
         boot = {k: (math.nan if k.endswith(("_low", "_high")) else v) for k, v in boot.items()}
     grid = np.diff(np.sort(base_curve["time_s"].unique()))
-    plateau = baseline_plateau(base_curve, res["t_peak_s"])
+    plateau = baseline_plateau(base_curve, res["t_peak_s"]) | baseline_late_gain(base_runs, n_boot, boot_seed)
     note = []
     if not res["pods_reached"]:
         note.append("PODS never reached the target")
@@ -595,6 +595,48 @@ def baseline_plateau(base_curve: pd.DataFrame, t_peak_s: float) -> dict:
     }
 
 
+def baseline_late_gain(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
+    """How much the baseline's best mean evaluation in the last 20% of its run beats its best before.
+
+    `baseline_peak`'s argmax says *where* the peak lies; on a curve that is flat at the end it lands on
+    whichever late evaluation noise lifted (issue 10: (a)'s GRPO at 600-1000 tiny steps). This says
+    whether the late part is *higher* beyond noise: late_gain_baseline = max(mean curve over the last
+    20% of the evaluations' positions, steps where the rows have them) - max(mean curve before), with a
+    95% percentile bootstrap over the baseline's seeds (`seed` fixes the resamples). An interval that
+    includes 0 means the baseline's late "peak" is not distinguishable from a plateau; one above 0, that
+    it was still rising. The start (t = 0) is excluded, as in `time_to_peak`. NaN where the run has no
+    evaluation on one side of the 80% mark; no interval with one seed.
+    """
+    arm = _arm(runs)
+    nan = {
+        "late_gain_baseline": math.nan,
+        "late_gain_baseline_ci_low": math.nan,
+        "late_gain_baseline_ci_high": math.nan,
+    }
+    if arm.values_S_T.size == 0:
+        return nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no steps, use seconds
+        pos_T = np.nanmean(arm.steps_S_T, axis=0)
+    if not np.isfinite(pos_T).all():
+        pos_T = arm.times_T
+    late_T = pos_T > PLATEAU_SHARE * np.nanmax(pos_T)
+    if late_T.all() or not late_T.any():
+        return nan
+
+    def gain(means_B_T: np.ndarray) -> np.ndarray:
+        return np.nanmax(means_B_T[:, late_T], axis=1) - np.nanmax(means_B_T[:, ~late_T], axis=1)
+
+    out = dict(nan)
+    out["late_gain_baseline"] = float(gain(_bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None]))[0])
+    if len(arm.seeds) > 1:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
+        lo, hi = _interval(gain(_bootstrap_means(arm.values_S_T, idx)), ci)
+        out["late_gain_baseline_ci_low"], out["late_gain_baseline_ci_high"] = lo, hi
+    return out
+
+
 def _fmt(x, digits=2) -> str:
     if isinstance(x, float | np.floating):
         if math.isnan(x):
@@ -656,12 +698,21 @@ def _three_cells(row) -> list[str]:
 
 
 def _plateau_cell(row) -> str:
-    """'425 of 600 (0.71)': where the baseline's mean curve peaks, of its last evaluation."""
+    """'425 of 600 (0.71)': where the baseline's mean curve peaks, of its last evaluation; where the peak
+    is in the last 20%, also how much it beats the best evaluation before (points, [95% CI])."""
     share = float(row.get("peak_share_baseline", math.nan))
     if math.isnan(share):
         return "-"
     at, last = (_fmt(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
-    return f"{at} of {last} ({share:.2f}{'' if row.get('plateau_baseline') else ', no plateau'})"
+    if row.get("plateau_baseline"):
+        return f"{at} of {last} ({share:.2f})"
+    cell = f"{at} of {last} ({share:.2f}, no plateau"
+    gain = float(row.get("late_gain_baseline", math.nan))
+    if not math.isnan(gain):
+        lo, hi = (float(row.get(f"late_gain_baseline_ci_{e}", math.nan)) for e in ("low", "high"))
+        ci = "" if math.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+        cell += f"; late gain {100 * gain:+.1f}{ci} pts"
+    return cell + ")"
 
 
 def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
@@ -694,7 +745,10 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
                "95% percentile bootstrap over seeds, over the resamples in which PODS reached the target; "
                "'PODS never' is the share of resamples in which it did not. 'baseline peak at': the step "
                "(seconds without steps) of the baseline mean curve's peak, of its last evaluation; 'no plateau' "
-               f"where the peak lies in the last {1 - PLATEAU_SHARE:.0%} of the run (the curve may still rise).",
+               f"where the peak lies in the last {1 - PLATEAU_SHARE:.0%} of the run (the curve may still rise); "
+               "'late gain': then, how far the best mean evaluation of that part is above the best before it, "
+               "in points with its 95% bootstrap interval over the baseline's seeds (an interval that includes "
+               "0: the late peak is not distinguishable from a plateau).",
                ""]  # fmt: skip
         md += [f"- ({r['setting']}) paper s/step: {r['paper_sps_source']}" for _, r in df.iterrows()]
     paths[1].write_text("\n".join(md) + "\n")

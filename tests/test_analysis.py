@@ -643,4 +643,36 @@ def test_baseline_plateau_is_where_the_mean_curve_peaks_in_steps_of_the_last_eva
         assert row["peak_at_baseline"] == 10.0 * (peak_k + 1)
         assert bool(row["plateau_baseline"]) is plateau
     A.write_table(A.speedup_table(curves, [comp], n_boot=50), tmp_path / "t")
-    assert "50 of 50 (1.00, no plateau)" in (tmp_path / "t.md").read_text()
+    assert "50 of 50 (1.00, no plateau; late gain +" in (tmp_path / "t.md").read_text()
+
+
+def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_late(tmp_path):
+    """Where the baseline's peak is in the last 20% ('no plateau'), the table adds how far that late peak
+    is above the best evaluation before it, with a bootstrap interval over the baseline's seeds."""
+    steps = [[10, 20, 30, 40, 50]] * 3
+    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    pods = _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 3, steps)
+    rising = [[0.50, 0.60, 0.70, 0.78, 0.95], [0.52, 0.61, 0.69, 0.80, 0.93], [0.49, 0.62, 0.71, 0.79, 0.94]]
+    # flat from step 20 on: the last evaluation's mean is highest only because one seed was lucky there
+    flat = [[0.5, 0.80, 0.81, 0.79, 0.90], [0.5, 0.81, 0.79, 0.80, 0.76], [0.5, 0.79, 0.80, 0.81, 0.77]]
+    rows = {}
+    for name, base in (("rising", rising), ("flat", flat)):
+        curves = pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base, steps) + pods)
+        rows[name] = A.speedup_table(curves, [comp], n_boot=2000).iloc[0]
+        assert not rows[name]["plateau_baseline"]  # both peak at their last evaluation
+    r, f = rows["rising"], rows["flat"]
+    assert r["late_gain_baseline"] == pytest.approx(0.94 - 0.79)
+    assert 0 < r["late_gain_baseline_ci_low"] <= r["late_gain_baseline_ci_high"]
+    assert f["late_gain_baseline"] == pytest.approx(0.81 - 0.80)
+    assert f["late_gain_baseline_ci_low"] < 0 < f["late_gain_baseline_ci_high"]
+    A.write_table(
+        A.speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising, steps) + pods), [comp]), tmp_path / "t"
+    )
+    assert "50 of 50 (1.00, no plateau; late gain +15.0 [+" in (tmp_path / "t.md").read_text()
+    # one seed: the gain, no interval; a plateau: no late gain in the cell
+    one = A.speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising[:1], steps[:1]) + pods), [comp]).iloc[0]
+    assert one["late_gain_baseline"] == pytest.approx(0.95 - 0.78)
+    assert math.isnan(one["late_gain_baseline_ci_low"])
+    from pods.speedup import _plateau_cell
+
+    assert "late gain" not in _plateau_cell(rows["flat"].to_dict() | {"plateau_baseline": True})
