@@ -551,16 +551,21 @@ def test_fidelity_code_schedules_the_200_runs_as_the_authors_code_ran_them(workd
     assert "paper settings only" in res.stdout + res.stderr
 
 
-def overlay_train_jobs(workdir: Path, overlay: str, root: str) -> tuple[str, list[tuple[str, dict, dict]]]:
-    """Dry run of the tiny scale with a config overlay: its output and, per train job (each checked to
-    write under `root`), the setting letter, the key=value arguments and the job."""
-    out = dry_run(workdir, "tiny", "--configfile", overlay)
+def parsed_train_jobs(out: str, root: str) -> list[tuple[str, dict, dict]]:
+    """Per train job of a dry run's output (each checked to write under `root`): the setting letter,
+    the key=value arguments and the job."""
     jobs = []
     for job in train_jobs(out):
         assert job["summary"].startswith(f"{root}/runs/"), job["summary"]
         args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
-        jobs.append((job["summary"].split("/")[3], args, job))
-    return out, jobs
+        jobs.append((job["summary"][len(f"{root}/runs/") :].split("/")[0], args, job))
+    return jobs
+
+
+def overlay_train_jobs(workdir: Path, overlay: str, root: str) -> tuple[str, list[tuple[str, dict, dict]]]:
+    """Dry run of the tiny scale with a config overlay: its output and its `parsed_train_jobs`."""
+    out = dry_run(workdir, "tiny", "--configfile", overlay)
+    return out, parsed_train_jobs(out, root)
 
 
 def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
@@ -585,12 +590,8 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm (built
     by a job of the DAG), (a) 600 steps on 8 seeds per main arm and (e) 150 steps, both on 400-problem
     evaluations; (b)-(d), (f) keep their experiment YAML's model and the scale's evaluation size."""
-    out = scale_dry_run(workdir, dry_runs, "tiny")
     seen, seeds = {}, {}
-    for job in train_jobs(out):
-        assert job["summary"].startswith("results/runs/"), job["summary"]
-        letter = job["summary"].split("/")[2]
-        args = dict(a.split("=", 1) for a in job["args"] if "=" in a)
+    for letter, args, job in parsed_train_jobs(scale_dry_run(workdir, dry_runs, "tiny"), "results"):
         model = args.get("policy.model")
         if model == "tiny:llama-arith_warm":
             assert any(i.endswith("tiny/llama-arith_warm/pods_tiny.json") for i in job["input"]), job["input"]
