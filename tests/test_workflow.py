@@ -580,7 +580,7 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
     assert ("600", "50") in budgets["a"]  # the main arms; the sweeps keep ablation_overrides
     assert ("60", "20") in budgets["a"]
     assert budgets["b"] == {("150", "15")}
-    assert budgets["f"] == {("60", "10")}
+    assert budgets["f"] == {("100", "10")}  # the default tiny scale's (f)
     assert models["a"] == models["e"] == {("tiny:llama-arith", "200")}
     assert sum(1 for letter, _, _ in jobs if letter == "e") == 10
     assert sum(1 for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] == "600") == 10
@@ -589,7 +589,8 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
 def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm (built
     by a job of the DAG), (a) 600 steps on 8 seeds per main arm and (e) 150 steps, both on 400-problem
-    evaluations; (b)-(d), (f) keep their experiment YAML's model and the scale's evaluation size."""
+    evaluations; (b)-(d), (f) keep their experiment YAML's model, (b)-(d) the scale's evaluation size,
+    and (f) runs 100 steps on 3 seeds per arm with 400-problem evaluations."""
     seen, seeds = {}, {}
     for letter, args, job in parsed_train_jobs(scale_dry_run(workdir, dry_runs, "tiny"), "results"):
         model = args.get("policy.model")
@@ -603,3 +604,5 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     assert seeds[("a", "60")] == {"0", "1", "2"}
     for letter in "bcdf":
         assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
+    assert seen["f"] == {(None, "100", "400")}
+    assert seeds[("f", "100")] == {"0", "1", "2"}
