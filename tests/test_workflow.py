@@ -604,5 +604,7 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     assert seeds[("a", "60")] == {"0", "1", "2"}
     for letter in "bcdf":
         assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
+    for letter in "bcd":
+        assert {examples for _, _, examples in seen[letter]} == {None}, seen[letter]  # the YAML's size
     assert seen["f"] == {(None, "100", "400")}
     assert seeds[("f", "100")] == {"0", "1", "2"}
