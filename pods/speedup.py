@@ -15,9 +15,9 @@ reached T (`p_pods_never`) and takes its intervals over the others. The baseline
 own target unless its curve is empty, which is an error. Beside this eval-grid speed-up the table
 has three more to the same target (issue 10): (i) optimizer steps (curves' `step`), (ii) (i) x this
 machine's seconds per step of each arm (steps.csv), (iii) (i) x the paper hardware's seconds per
-step (the released logs of the same setting's arms, else a cost-model prediction; its source is a
-column). An arm with one seed has no interval ("n/a (1 seed)"). A comparison whose baseline or PODS
-arm has no runs is refused, naming the setting and the arm.
+step (the released logs of the same setting's arms, else their s/step as PAPER.md states them, else a
+cost-model prediction; its source is a column). An arm with one seed has no interval ("n/a (1 seed)").
+A comparison whose baseline or PODS arm has no runs is refused, naming the setting and the arm.
 
 Departures from the authors' scripts: none in the numbers. The printed speed-up is the exact ratio
 truncated to one decimal, which is how the paper prints 28/16 = 1.75 as "1.7x" (`speedup`); the
@@ -406,7 +406,9 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
     """(baseline s/step, PODS s/step, source) of a setting's arms on the paper's hardware.
 
     First the authors' released logs (`paper_steps`: the steps.csv of `released`, whose `role`
-    column marks the arms of the paper sheet); else a prediction of the linear cost model
+    column marks the arms of the paper sheet); else, for (a), (e) and (f), the same logs' s/step as
+    PAPER.md states them (`_stated_seconds_per_step`: the workflow with `released_logs: none`); else a
+    prediction of the linear cost model
     c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (pods/bench/cost_model.py,
     `invert_paper`), at the n, m of the setting's paper arms, for single-GPU settings without
     gradient accumulation; else NaN.
@@ -426,6 +428,9 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
         main = registry.main_arms(registry.read_sheet(PAPER_SHEET)).get(setting)
     except registry.SheetError:
         main = None
+    stated = _stated_seconds_per_step(setting, main)
+    if stated is not None:
+        return stated
     if main is None or any(a.extra_value("optim.grad_accum") for a in main.values()):
         return math.nan, math.nan, "none: no released s/step and no single-GPU paper arms to predict"
     fit = next(r for r in cost_model().invert_paper() if r["setting"] == "a")
@@ -437,6 +442,32 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
         f"released s/step on 1xL40S, pods/bench/cost_model.py) at n/m {b.n}/{b.m} vs {q.n}/{q.m}"
     )
     return sps[0], sps[1], source
+
+
+def _stated_seconds_per_step(setting: str, main: Mapping | None) -> tuple[float, float, str] | None:
+    """The released logs' s/step as PAPER.md states them (pods/bench/cost_model.py constants), no logs read.
+
+    (a): the n/m sweep on 1 L40S at the paper arms' n/m (16/16 vs 64/16); (e)/(f): GRPO-GA vs PODS per
+    global step on 8 GPUs. None for the other settings (and for (a) arms outside the sweep).
+    """
+    cm = cost_model()
+    if setting in cm.PAPER_GLOBAL:
+        v = cm.PAPER_GLOBAL[setting]
+        return (
+            v["ga"],
+            v["pods"],
+            f"stated: PAPER.md s/step of the released ({setting}) runs, {v['gpus']}, GRPO-GA vs PODS",
+        )
+    if setting == "a" and main is not None:
+        sweep = {(n, m): t for n, m, t in cm.PAPER_A_SWEEP}
+        b, q = main["baseline"], main["pods"]
+        if (b.n, b.m) in sweep and (q.n, q.m) in sweep:
+            return (
+                sweep[b.n, b.m],
+                sweep[q.n, q.m],
+                f"stated: PAPER.md s/step of the released (a) runs, 1xL40S, at n/m {b.n}/{b.m} vs {q.n}/{q.m}",
+            )
+    return None
 
 
 def _select_steps(steps: pd.DataFrame | None, setting: str, sel: Mapping) -> pd.DataFrame | None:

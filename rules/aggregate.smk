@@ -28,10 +28,8 @@ rule collect:
 
 rule time_to_peak:
     input:
-        curves=f"{ROOT}/tables/curves.csv",
-        steps=f"{ROOT}/tables/steps.csv",  # this machine's seconds per step: speed-up (ii)
-        # the authors' seconds per step of each setting's arms: speed-up (iii) (the cost model where none)
-        paper_steps="results/released/steps.csv",
+        # curves, this machine's steps.csv and (unless released_logs: none) the released steps.csv
+        unpack(get_time_to_peak_input),
     output:
         csv=report(
             f"{ROOT}/tables/time_to_peak.csv",
@@ -47,6 +45,9 @@ rule time_to_peak:
         "../envs/pods.yaml"
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+        paper_steps=lambda wildcards, input: (
+            f"--paper-steps {input.paper_steps}" if "paper_steps" in input.keys() else ""
+        ),
     shell:
         "python -m pods.analysis time-to-peak --curves {input.curves} --steps {input.steps}"
-        " --paper-steps {input.paper_steps} --out-dir {params.out_dir} > {log} 2>&1"
+        " {params.paper_steps} --out-dir {params.out_dir} > {log} 2>&1"

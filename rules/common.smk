@@ -295,8 +295,20 @@ RELEASED_DOWNLOAD = f"resources/released/pods-{config['released']['commit'][:7]}
 RELEASED_MANIFEST = "pods/released_logs.sha256"  # SHA-256 of every released file (pods.released_logs)
 
 
+# released_logs: none -> no authors' logs at all (an offline machine without a copy): the `all`
+# target leaves out their re-analysis, and speed-up (iii) takes the paper hardware's s/step from
+# PAPER.md's stated values and the cost model (pods.speedup.paper_seconds_per_step).
+RELEASED_OFF = isinstance(config["released_logs"], str) and config["released_logs"].strip().lower() == "none"
+
+
 def get_released_logs(wildcards=None):
     """The authors' results/ folder: --config released_logs=DIR (a local copy), else the download."""
+    if RELEASED_OFF:
+        _fail(
+            "released_logs=none turns the authors' released logs off, but this target re-analyses them "
+            "(results/released/...): pass --config released_logs=DIR with a local copy of their results/ "
+            "folder, or leave released_logs unset to download it"
+        )
     if config["released_logs"]:
         if not os.path.isdir(config["released_logs"]):
             _fail(
@@ -332,6 +344,8 @@ def figure_files(folder, names):
 def get_final_outputs(wildcards=None):
     """Targets of `snakemake` (the `all` target): every figure, the time-to-peak table, the released re-analysis."""
     tables = [f"{ROOT}/tables/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
+    if RELEASED_OFF:
+        return figure_files(f"{ROOT}/figures", FIGURES) + tables
     released = [f"results/released/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
     return (
         figure_files(f"{ROOT}/figures", FIGURES)
@@ -339,3 +353,15 @@ def get_final_outputs(wildcards=None):
         + released
         + figure_files("results/released/figures", config["released"]["figures"])
     )
+
+
+def get_time_to_peak_input(wildcards=None):
+    inputs = {
+        "curves": f"{ROOT}/tables/curves.csv",
+        "steps": f"{ROOT}/tables/steps.csv",  # this machine's seconds per step: speed-up (ii)
+    }
+    if not RELEASED_OFF:
+        # the authors' seconds per step of each setting's arms: speed-up (iii) (without it, under
+        # released_logs: none, PAPER.md's stated values and the cost model)
+        inputs["paper_steps"] = "results/released/steps.csv"
+    return inputs

@@ -676,3 +676,30 @@ def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_lat
     from pods.speedup import _plateau_cell
 
     assert "late gain" not in _plateau_cell(rows["flat"].to_dict() | {"plateau_baseline": True})
+
+
+def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_the_cost_model():
+    """released_logs: none: (a), (e), (f) take the released s/step PAPER.md states, the others the cost model."""
+    from pods.speedup import paper_seconds_per_step
+
+    # (a): the n sweep's 16/16 and 64/16 values on 1 L40S (PAPER.md §4), as the released logs give them.
+    base, pods_, source = paper_seconds_per_step("a", None)
+    assert (base, pods_) == (7.53, 10.08)
+    assert source.startswith("stated: PAPER.md")
+    assert "16/16 vs 64/16" in source
+    # (e)/(f): GRPO-GA vs PODS per global step on 8 GPUs (PAPER.md §5).
+    assert paper_seconds_per_step("e", None)[:2] == (21.85, 10.09)
+    assert paper_seconds_per_step("f", None)[:2] == (39.82, 9.50)
+    assert "8xA100" in paper_seconds_per_step("f", None)[2]
+    # (b) (Llama, 16/16 vs 64/16) and (d) have no stated value: the cost model fitted to (a) predicts them.
+    fit = next(r for r in cost_model().invert_paper() if r["setting"] == "a")
+    for setting in "bd":
+        base, pods_, source = paper_seconds_per_step(setting, None)
+        assert source.startswith("prediction: cost model"), source
+        assert [base, pods_] == pytest.approx([fit["fixed_s"] + fit["g1_s"] * n + fit["u1_s"] * 16 for n in (16, 64)])
+    # The released logs, when given, come first: their value, not the stated one.
+    logs = pd.DataFrame(
+        [{"setting": "a", "role": "baseline", "arm": "grpo", "n": 16, "m": 16, "time_s": 700.0, "steps": 100},
+         {"setting": "a", "role": "pods", "arm": "pods", "n": 64, "m": 16, "time_s": 1000.0, "steps": 100}]
+    )  # fmt: skip
+    assert paper_seconds_per_step("a", logs)[:2] == (7.0, 10.0)

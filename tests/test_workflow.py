@@ -431,6 +431,29 @@ def test_released_logs_default_to_the_verified_download(workdir):
     assert analysis.startswith("python -m pods.released_logs verify resources/released/pods-187f43b/results")
 
 
+def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir):
+    """released_logs=none (an offline machine without a copy): no download, no re-analysis, (iii) without them."""
+    res = snakemake(workdir, "-n", "-p", "--config", "scale=smoke", "released_logs=none")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    out = res.stdout + res.stderr
+    counts = job_counts(out)
+    assert not {"download_released", "released_time_to_peak", "released_figure"} & set(counts), counts
+    assert counts["time_to_peak"] == 1
+    assert counts["figure"] > 0
+    command = next(c for c in re.findall(r"^Shell command: (.*)$", out, re.M) if "time-to-peak" in c)
+    assert "--paper-steps" not in command
+    # By default the table reads the released steps.csv (speed-up (iii) from the authors' s/step).
+    command = next(
+        c for c in re.findall(r"^Shell command: (.*)$", dry_run(workdir, "smoke"), re.M) if "time-to-peak" in c
+    )
+    assert "--paper-steps results/released/steps.csv" in command
+    # Asking for the re-analysis itself with the logs off is refused before any job runs, saying how to fix it.
+    res = snakemake(workdir, "-n", "results/released/time_to_peak.csv", "--config", "released_logs=none")
+    assert res.returncode != 0
+    assert "released_logs=none turns the authors' released logs off" in res.stdout + res.stderr
+    assert "--config released_logs=DIR" in res.stdout + res.stderr
+
+
 @pytest.mark.skipif(not RELEASED.is_dir(), reason=f"{RELEASED} (the authors' released logs) is not here")
 def test_an_altered_local_copy_is_refused_with_a_printed_reason(tmp_path):
     workdir = tmp_path / "wf"  # its own: the failed job removes its outputs
