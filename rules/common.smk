@@ -343,16 +343,12 @@ def figure_files(folder, names):
 
 def get_final_outputs(wildcards=None):
     """Targets of `snakemake` (the `all` target): every figure, the time-to-peak table, the released re-analysis."""
-    tables = [f"{ROOT}/tables/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
-    if RELEASED_OFF:
-        return figure_files(f"{ROOT}/figures", FIGURES) + tables
-    released = [f"results/released/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
-    return (
-        figure_files(f"{ROOT}/figures", FIGURES)
-        + tables
-        + released
-        + figure_files("results/released/figures", config["released"]["figures"])
-    )
+    outputs = figure_files(f"{ROOT}/figures", FIGURES)
+    outputs += [f"{ROOT}/tables/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
+    if not RELEASED_OFF:
+        outputs += [f"results/released/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
+        outputs += figure_files("results/released/figures", config["released"]["figures"])
+    return outputs
 
 
 def get_time_to_peak_input(wildcards=None):

@@ -76,6 +76,11 @@ def job_counts(output: str) -> Counter:
     return Counter({m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m[1] != "total"})
 
 
+def shell_command(output: str, fragment: str) -> str:
+    """The first shell command of a dry run (`-p`) that contains `fragment`."""
+    return next(c for c in re.findall(r"^Shell command: (.*)$", output, re.M) if fragment in c)
+
+
 def train_jobs(output: str) -> list[dict]:
     """Every train job of a dry run: its output, resources and parsed command line."""
     jobs = []
@@ -297,7 +302,7 @@ def test_collect_ignores_a_manual_run_under_the_results_root(tmp_path, workdir, 
     """Issue 12 item 5: `pods train experiments/tiny_a.yaml` writes results/runs/tiny_a/...; the
     workflow's tables hold only the runs of its sheet, whatever else lies under the root."""
     out = scale_dry_run(workdir, dry_runs, "smoke")
-    command = next(c for c in re.findall(r"^Shell command: (.*)$", out, re.M) if "pods.analysis collect" in c)
+    command = shell_command(out, "pods.analysis collect")
     argv = shlex.split(command.split(">")[0])
     listed = argv[argv.index("--run-dirs") + 1 : argv.index("--out-dir")]
     assert sorted(listed) == sorted(str(Path(j["summary"]).parent) for j in train_jobs(out))
@@ -423,15 +428,14 @@ def test_released_logs_default_to_the_verified_download(workdir):
     """No released_logs: the pinned tarball is downloaded (and verified) before the re-analysis."""
     out = dry_run(workdir, "tiny", "results/released/time_to_peak.csv")
     assert job_counts(out) == {"download_released": 1, "released_time_to_peak": 1}
-    commands = re.findall(r"^Shell command: (.*)$", out, re.M)
-    download = next(c for c in commands if "pods.released_logs download" in c)
+    download = shell_command(out, "pods.released_logs download")
     assert "https://github.com/YixuanEvenXu/pods/archive/187f43b648f69385103029c2dd0934521e17bb71.tar.gz" in download
     assert "--manifest pods/released_logs.sha256" in download
-    analysis = next(c for c in commands if "pods.analysis released" in c)
+    analysis = shell_command(out, "pods.analysis released")
     assert analysis.startswith("python -m pods.released_logs verify resources/released/pods-187f43b/results")
 
 
-def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir):
+def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, dry_runs):
     """released_logs=none (an offline machine without a copy): no download, no re-analysis, (iii) without them."""
     res = snakemake(workdir, "-n", "-p", "--config", "scale=smoke", "released_logs=none")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -440,13 +444,10 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir):
     assert not {"download_released", "released_time_to_peak", "released_figure"} & set(counts), counts
     assert counts["time_to_peak"] == 1
     assert counts["figure"] > 0
-    command = next(c for c in re.findall(r"^Shell command: (.*)$", out, re.M) if "time-to-peak" in c)
-    assert "--paper-steps" not in command
+    assert "--paper-steps" not in shell_command(out, "time-to-peak")
     # By default the table reads the released steps.csv (speed-up (iii) from the authors' s/step).
-    command = next(
-        c for c in re.findall(r"^Shell command: (.*)$", dry_run(workdir, "smoke"), re.M) if "time-to-peak" in c
-    )
-    assert "--paper-steps results/released/steps.csv" in command
+    default = scale_dry_run(workdir, dry_runs, "smoke")
+    assert "--paper-steps results/released/steps.csv" in shell_command(default, "time-to-peak")
     # Asking for the re-analysis itself with the logs off is refused before any job runs, saying how to fix it.
     res = snakemake(workdir, "-n", "results/released/time_to_peak.csv", "--config", "released_logs=none")
     assert res.returncode != 0
