@@ -549,7 +549,11 @@ def _table_row(
     if one_seed:  # a resample of one seed is that seed: no interval
         boot = {k: (math.nan if k.endswith(("_low", "_high")) else v) for k, v in boot.items()}
     grid = np.diff(np.sort(base_curve["time_s"].unique()))
-    plateau = baseline_plateau(base_curve, res["t_peak_s"]) | baseline_late_gain(base_runs, n_boot, boot_seed)
+    plateau = (
+        baseline_plateau(base_curve, res["t_peak_s"])
+        | baseline_late_gain(base_runs, n_boot, boot_seed)
+        | baseline_trend(base_runs, n_boot, boot_seed)
+    )
     note = []
     if not res["pods_reached"]:
         note.append("PODS never reached the target")
@@ -626,46 +630,90 @@ def baseline_plateau(base_curve: pd.DataFrame, t_peak_s: float) -> dict:
     }
 
 
+def _positions(arm: _Arm) -> np.ndarray:
+    """Where each evaluation of an arm lies: its mean optimizer step over seeds where the rows have
+    steps, else its grid time in seconds."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no steps, use seconds
+        pos_T = np.nanmean(arm.steps_S_T, axis=0)
+    return pos_T if np.isfinite(pos_T).all() else arm.times_T
+
+
+def _seed_bootstrap(arm: _Arm, stat, n_boot: int, seed: int, ci: float, name: str) -> dict:
+    """`stat` (mean curves B x T -> B values) of the arm's mean curve, and its percentile bootstrap
+    interval over the arm's seeds (NaN with one seed), as {name, name_ci_low, name_ci_high}."""
+    out = {name: float(stat(_bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None]))[0])}
+    out[f"{name}_ci_low"] = out[f"{name}_ci_high"] = math.nan
+    if len(arm.seeds) > 1:
+        idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _interval(stat(_bootstrap_means(arm.values_S_T, idx)), ci)
+    return out
+
+
+def _nan_stat(name: str) -> dict:
+    return {name: math.nan, f"{name}_ci_low": math.nan, f"{name}_ci_high": math.nan}
+
+
 def baseline_late_gain(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
     """How much the baseline's best mean evaluation in the last 20% of its run beats its best before.
 
     `baseline_peak`'s argmax says *where* the peak lies; on a curve that is flat at the end it lands on
-    whichever late evaluation noise lifted (issue 10: (a)'s GRPO at 600-1000 tiny steps). This says
-    whether the late part is *higher* beyond noise: late_gain_baseline = max(mean curve over the last
-    20% of the evaluations' positions, steps where the rows have them) - max(mean curve before), with a
-    95% percentile bootstrap over the baseline's seeds (`seed` fixes the resamples). An interval that
-    includes 0 means the baseline's late "peak" is not distinguishable from a plateau; one above 0, that
-    it was still rising. The start (t = 0) is excluded, as in `time_to_peak`. NaN where the run has no
-    evaluation on one side of the 80% mark; no interval with one seed.
+    whichever late evaluation noise lifted. This says whether the late part is *higher* beyond noise:
+    late_gain_baseline = max(mean curve over the last 20% of the evaluations' positions, steps where
+    the rows have them) - max(mean curve before), with a 95% percentile bootstrap over the baseline's
+    seeds (`seed` fixes the resamples). An interval above 0 means the late peak beats everything
+    before it; one that includes 0 does not show a plateau by itself: a slowly rising curve whose
+    earlier best was a lucky evaluation gives one too (issue 10: (a)'s GRPO at 600 tiny steps,
+    +1.0 [-1.0, +2.9] points, still rising at 2000; `baseline_trend` tells the two apart). The start
+    (t = 0) is excluded, as in `time_to_peak`. NaN where the run has no evaluation on one side of the
+    80% mark; no interval with one seed.
     """
     arm = _arm(runs)
-    nan = {
-        "late_gain_baseline": math.nan,
-        "late_gain_baseline_ci_low": math.nan,
-        "late_gain_baseline_ci_high": math.nan,
-    }
     if arm.values_S_T.size == 0:
-        return nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no steps, use seconds
-        pos_T = np.nanmean(arm.steps_S_T, axis=0)
-    if not np.isfinite(pos_T).all():
-        pos_T = arm.times_T
+        return _nan_stat("late_gain_baseline")
+    pos_T = _positions(arm)
     late_T = pos_T > PLATEAU_SHARE * np.nanmax(pos_T)
     if late_T.all() or not late_T.any():
-        return nan
+        return _nan_stat("late_gain_baseline")
 
     def gain(means_B_T: np.ndarray) -> np.ndarray:
         return np.nanmax(means_B_T[:, late_T], axis=1) - np.nanmax(means_B_T[:, ~late_T], axis=1)
 
-    out = dict(nan)
-    out["late_gain_baseline"] = float(gain(_bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None]))[0])
-    if len(arm.seeds) > 1:
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
-        lo, hi = _interval(gain(_bootstrap_means(arm.values_S_T, idx)), ci)
-        out["late_gain_baseline_ci_low"], out["late_gain_baseline_ci_high"] = lo, hi
-    return out
+    return _seed_bootstrap(arm, gain, n_boot, seed, ci, "late_gain_baseline")
+
+
+TREND_SHARE = 0.5  # baseline_trend fits the evaluations after this share of the run
+
+
+def baseline_trend(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
+    """Is the baseline still rising in the second half of its run? The rise of a least-squares line
+    through its mean curve at the evaluations after TREND_SHARE of the run (positions in optimizer
+    steps where the rows have them, else seconds), over the span of those evaluations: trend_baseline,
+    in the metric's units, with a 95% percentile bootstrap interval over the baseline's seeds.
+
+    The argmax (`baseline_plateau`) and the late gain (`baseline_late_gain`) each read one or two
+    evaluations of a noisy curve; the trend pools every evaluation of the second half. An interval
+    above 0: still rising, whatever the argmax says (issue 10: (a)'s GRPO at 600 tiny steps gives
+    +4.2 [+0.9, +7.1] points, and run on to 2000 steps it rose another ~2.3 points per 1000); one that
+    includes 0: level within the noise (the paper's (a) GRPO, whose released curve peaks at 66% of
+    its run: -0.5 [-1.5, +0.4]). NaN with fewer than three evaluations in the second half; no
+    interval with one seed.
+    """
+    arm = _arm(runs)
+    if arm.values_S_T.size == 0:
+        return _nan_stat("trend_baseline")
+    pos_T = _positions(arm)
+    half_T = pos_T > TREND_SHARE * np.nanmax(pos_T)
+    if half_T.sum() < 3:
+        return _nan_stat("trend_baseline")
+    x_H = pos_T[half_T] - pos_T[half_T].mean()
+    span = float(np.ptp(pos_T[half_T]))
+
+    def rise(means_B_T: np.ndarray) -> np.ndarray:
+        y_B_H = means_B_T[:, half_T]
+        return (y_B_H - y_B_H.mean(axis=1, keepdims=True)) @ x_H / (x_H @ x_H) * span
+
+    return _seed_bootstrap(arm, rise, n_boot, seed, ci, "trend_baseline")
 
 
 def _fmt(x, digits=2) -> str:
@@ -728,22 +776,27 @@ def _three_cells(row) -> list[str]:
     return cells
 
 
+def _points(row, name: str) -> str:
+    """'+1.0 [-1.0, +2.9] pts': a fraction-valued statistic of the row in points, with its interval if any."""
+    lo, hi = (float(row.get(f"{name}_ci_{e}", math.nan)) for e in ("low", "high"))
+    ci = "" if math.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return f"{100 * float(row[name]):+.1f}{ci} pts"
+
+
 def _plateau_cell(row) -> str:
-    """'425 of 600 (0.71)': where the baseline's mean curve peaks, of its last evaluation; where the peak
-    is in the last 20%, also how much it beats the best evaluation before (points, [95% CI])."""
+    """'425 of 600 (0.71; 2nd-half trend +0.3 [-1.1, +1.6] pts)': where the baseline's mean curve peaks,
+    of its last evaluation, and the rise of its second half (`baseline_trend`); where the peak is in
+    the last 20%, also how much it beats the best evaluation before (`baseline_late_gain`)."""
     share = float(row.get("peak_share_baseline", math.nan))
     if math.isnan(share):
         return "-"
     at, last = (_fmt(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
-    if row.get("plateau_baseline"):
-        return f"{at} of {last} ({share:.2f})"
-    cell = f"{at} of {last} ({share:.2f}, no plateau"
-    gain = float(row.get("late_gain_baseline", math.nan))
-    if not math.isnan(gain):
-        lo, hi = (float(row.get(f"late_gain_baseline_ci_{e}", math.nan)) for e in ("low", "high"))
-        ci = "" if math.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-        cell += f"; late gain {100 * gain:+.1f}{ci} pts"
-    return cell + ")"
+    parts = [f"{share:.2f}" if row.get("plateau_baseline") else f"{share:.2f}, no plateau"]
+    if not row.get("plateau_baseline") and not math.isnan(float(row.get("late_gain_baseline", math.nan))):
+        parts.append(f"late gain {_points(row, 'late_gain_baseline')}")
+    if not math.isnan(float(row.get("trend_baseline", math.nan))):
+        parts.append(f"2nd-half trend {_points(row, 'trend_baseline')}")
+    return f"{at} of {last} ({'; '.join(parts)})"
 
 
 def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
@@ -778,8 +831,10 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
                "(seconds without steps) of the baseline mean curve's peak, of its last evaluation; 'no plateau' "
                f"where the peak lies in the last {1 - PLATEAU_SHARE:.0%} of the run (the curve may still rise); "
                "'late gain': then, how far the best mean evaluation of that part is above the best before it, "
-               "in points with its 95% bootstrap interval over the baseline's seeds (an interval that includes "
-               "0: the late peak is not distinguishable from a plateau).",
+               "in points with its 95% bootstrap interval over the baseline's seeds; '2nd-half trend': the "
+               f"rise of a least-squares line through the baseline's mean curve after {TREND_SHARE:.0%} of the "
+               "run, over that part, in points with its 95% bootstrap interval over seeds (above 0: still "
+               "rising; including 0: level within the noise).",
                ""]  # fmt: skip
         md += [f"- ({r['setting']}) paper s/step: {r['paper_sps_source']}" for _, r in df.iterrows()]
     paths[1].write_text("\n".join(md) + "\n")

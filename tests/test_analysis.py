@@ -678,6 +678,47 @@ def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_lat
     assert "late gain" not in _plateau_cell(rows["flat"].to_dict() | {"plateau_baseline": True})
 
 
+def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_from_a_level_one(tmp_path):
+    """The second-half trend pools every evaluation after half the run: a curve rising 0.2 points per
+    step under noise, with one lucky evaluation before the last 20%, has a late gain whose interval
+    includes 0 but a trend above 0; a level curve has both around 0. Both put their argmax last."""
+    steps = list(range(10, 110, 10))
+    noise_S_T = np.round(np.random.default_rng(0).normal(0, 0.01, (4, 10)), 3)
+    rising = np.round(0.70 + 0.002 * np.array(steps) + noise_S_T, 3)
+    rising[:, 7] += 0.03  # step 80: every seed lucky
+    level = np.round(0.85 + noise_S_T, 3)
+    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    pods = _tidy_arm("a", "pods", 16, 4, [[0.95] * 10] * 4, [steps] * 4)
+    rows = {}
+    for name, base in (("rising", rising), ("level", level)):
+        curves = pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base.tolist(), [steps] * 4) + pods)
+        rows[name] = A.speedup_table(curves, [comp]).iloc[0]
+        assert rows[name]["peak_at_baseline"] == 100.0
+    r, f = rows["rising"], rows["level"]
+    assert r["late_gain_baseline_ci_low"] < 0 < r["late_gain_baseline_ci_high"]
+    # least squares over steps 60..100 of the mean curve, times the 40-step span: 0.002 x 40 + noise
+    mean_H = rising.mean(axis=0)[5:]
+    x_H = np.array(steps[5:]) - np.mean(steps[5:])
+    assert r["trend_baseline"] == pytest.approx(float(mean_H @ x_H / (x_H @ x_H)) * 40)
+    assert 0.06 < r["trend_baseline_ci_low"] <= r["trend_baseline"] <= r["trend_baseline_ci_high"] < 0.10
+    assert f["trend_baseline_ci_low"] < 0 < f["trend_baseline_ci_high"]
+    assert f["late_gain_baseline_ci_low"] < 0 < f["late_gain_baseline_ci_high"]
+    A.write_table(pd.DataFrame([r]), tmp_path / "t")
+    assert "2nd-half trend +8.3 [+6." in (tmp_path / "t.md").read_text()
+    # a plateau row shows its trend too, without a late gain; one seed: no interval; fewer than three
+    # evaluations in the second half: no trend
+    from pods.speedup import _plateau_cell, baseline_trend
+
+    cell = _plateau_cell(f.to_dict() | {"plateau_baseline": True})
+    assert "late gain" not in cell
+    assert "2nd-half trend +0.3 [-" in cell
+    one = baseline_trend(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising[:1].tolist(), [steps])))
+    assert one["trend_baseline"] > 0
+    assert math.isnan(one["trend_baseline_ci_low"])
+    short = baseline_trend(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, [[0.5, 0.6, 0.7, 0.8]] * 2, [[1, 2, 3, 4]] * 2)))
+    assert math.isnan(short["trend_baseline"])
+
+
 def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_the_cost_model():
     """released_logs: none: (a), (e), (f) take the released s/step PAPER.md states, the others the cost model."""
     from pods.speedup import paper_seconds_per_step
