@@ -657,7 +657,7 @@ def _nan_stat(name: str) -> dict:
 def baseline_late_gain(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
     """How much the baseline's best mean evaluation in the last 20% of its run beats its best before.
 
-    `baseline_peak`'s argmax says *where* the peak lies; on a curve that is flat at the end it lands on
+    `baseline_plateau`'s argmax says *where* the peak lies; on a curve that is flat at the end it lands on
     whichever late evaluation noise lifted. This says whether the late part is *higher* beyond noise:
     late_gain_baseline = max(mean curve over the last 20% of the evaluations' positions, steps where
     the rows have them) - max(mean curve before), with a 95% percentile bootstrap over the baseline's
