@@ -20,6 +20,8 @@ Run:
     python -m pods.analysis collect --runs results/runs --out-dir results/tables --sheet config/runs_tiny.tsv
     python -m pods.analysis time-to-peak --curves results/tables/curves.csv --steps results/tables/steps.csv \
         --paper-steps results/released/steps.csv --out-dir results/tables
+    python -m pods.analysis plateau --curves results/tables/curves.csv --out-dir results/tables
+    python -m pods.analysis plateau --run-dirs results/warm_a4000/runs/a/*/seed~* --out-dir results/warm_a4000/tables
 Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
 """
 
@@ -42,12 +44,14 @@ from pods.speedup import (
     Comparison,
     baseline_late_gain,
     baseline_plateau,
+    baseline_plateau_share,
     baseline_trend,
     bootstrap_speedup,
     default_comparisons,
     main_comparison,
     mean_curve,
     paper_seconds_per_step,
+    plateau_table,
     point_speedups,
     primary_dataset,
     printed_speedup,
@@ -55,6 +59,7 @@ from pods.speedup import (
     seconds_per_step,
     speedup_table,
     time_to_peak,
+    write_plateau_table,
     write_table,
 )
 from pods.tidy import (
@@ -99,6 +104,7 @@ __all__ = [
     "arm_label",
     "baseline_late_gain",
     "baseline_plateau",
+    "baseline_plateau_share",
     "baseline_trend",
     "bootstrap_speedup",
     "default_comparisons",
@@ -110,6 +116,7 @@ __all__ = [
     "main_comparison",
     "mean_curve",
     "paper_seconds_per_step",
+    "plateau_table",
     "point_speedups",
     "primary_dataset",
     "printed_speedup",
@@ -329,7 +336,7 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    """The command line of :func:`main`: subcommands released, collect and time-to-peak."""
+    """The command line of :func:`main`: subcommands released, collect, time-to-peak and plateau."""
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("released", help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
@@ -353,7 +360,18 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
         "settings without released logs use the cost model (pods/bench/cost_model.py)",
     )
+    p = sub.add_parser("plateau", help="has each arm's mean curve stopped rising? (peak position, trend)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--curves", help="a curves.csv written by collect or released")
+    which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="run directories (one arm alone will do)")
+    p.add_argument("--out-dir", required=True, help="where plateau.csv and plateau.md are written")
+    p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
+    p.add_argument("--sheet", help="with --run-dirs: run sheet whose `role` column names the arms' roles")
+    p.add_argument("--letters", help="with --run-dirs: NAME=LETTER,... as for collect")
     for q in sub.choices.values():
+        if q.prog.endswith("plateau"):
+            q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over seeds (default 2000)")
+            q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
         if q.prog.endswith(("released", "time-to-peak")):
             q.add_argument(
                 "--threshold",
@@ -382,6 +400,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
         elif args.cmd == "collect":
             curves, steps = _collect(args.runs, _parse_letters(args.letters), args.sheet, args.run_dirs)
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
+            table = None
+        elif args.cmd == "plateau":
+            if args.curves:
+                curves = read_curves(args.curves)
+            else:
+                curves = _collect(None, _parse_letters(args.letters), args.sheet, args.run_dirs)[0]
+            plateau = plateau_table(curves, args.metric, args.n_boot, args.boot_seed)
+            if plateau.empty:
+                raise AnalysisInputError("no arm has an evaluation after t = 0: nothing to take a peak of")
+            written = write_plateau_table(plateau, out / "plateau")
+            print((out / "plateau.md").read_text().split("\n\n")[0])
             table = None
         else:
             curves = read_curves(args.curves)

@@ -551,6 +551,7 @@ def _table_row(
     grid = np.diff(np.sort(base_curve["time_s"].unique()))
     plateau = (
         baseline_plateau(base_curve, res["t_peak_s"])
+        | baseline_plateau_share(base_runs, n_boot, boot_seed)
         | baseline_late_gain(base_runs, n_boot, boot_seed)
         | baseline_trend(base_runs, n_boot, boot_seed)
     )
@@ -628,6 +629,25 @@ def baseline_plateau(base_curve: pd.DataFrame, t_peak_s: float) -> dict:
         "peak_share_baseline": share,
         "plateau_baseline": bool(share <= PLATEAU_SHARE),
     }
+
+
+def baseline_plateau_share(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+    """How sure the plateau verdict is: the share of bootstrap resamples of the baseline's seeds whose
+    mean curve peaks before the last 20% of its run (`baseline_plateau`'s criterion, applied to each
+    resample; positions in optimizer steps where the rows have them, else seconds; t = 0 excluded;
+    the first evaluation of a tie). `seed` fixes the resamples, the same ones as the late gain and the
+    trend. Near 1 or 0 the verdict stands; between, it is what noise placed: (a)'s tiny GRPO peaks at
+    1825 of 2000 steps, and only 13% of its resamples peak before step 1600 (issue 10). NaN with one
+    seed (a resample of one seed is that seed) or no evaluations.
+    """
+    arm = _arm(runs)
+    if arm.values_S_T.size == 0 or len(arm.seeds) < 2:
+        return {"p_plateau_baseline": math.nan}
+    pos_T = _positions(arm)
+    idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
+    means_B_T = _bootstrap_means(arm.values_S_T, idx)
+    peak_B = np.argmax(np.where(np.isnan(means_B_T), -np.inf, means_B_T), axis=1)
+    return {"p_plateau_baseline": float(np.mean(pos_T[peak_B] <= PLATEAU_SHARE * np.nanmax(pos_T)))}
 
 
 def _positions(arm: _Arm) -> np.ndarray:
@@ -716,6 +736,82 @@ def baseline_trend(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: fl
     return _seed_bootstrap(arm, rise, n_boot, seed, ci, "trend_baseline")
 
 
+def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 2000, boot_seed: int = 0) -> pd.DataFrame:
+    """Has each arm's mean curve stopped rising? One row per curve of `df` (a tidy curves frame; every
+    arm, with or without a sheet role) on its setting's primary test set and metric (`metric`
+    overrides it): seeds, last evaluation, peak and where it lies (`baseline_plateau`), the share of
+    seed resamples that peak before the last 20% (`baseline_plateau_share`), the late gain and the
+    second-half trend, each with its 95% bootstrap interval over seeds. The statistics are the
+    time-to-peak table's baseline columns (suffix dropped), computed for any arm, so a run of the
+    baseline alone (config/tiny_a4000.yaml) can be judged without a PODS arm."""
+    keys = [k for k in CONFIG_KEYS if k in df.columns]
+    rows = []
+    settings = sorted(df["setting"].astype(str).unique(), key=lambda s: (len(s) != 1, s))
+    for setting in settings:
+        met = metric or registry.setting_metric(setting)
+        sub = select(df, setting=setting, dataset=primary_dataset(df, setting), metric=met)
+        if sub.empty:
+            raise AnalysisInputError(f"setting {setting}: no rows of metric {met!r} on its primary test set")
+        for sel, runs in sub.groupby(keys, dropna=False, sort=True):
+            curve = mean_curve(runs)
+            after = curve[curve["time_s"] > 0]
+            if after.empty:
+                continue
+            t_peak = float(after.loc[after["mean"].idxmax(), "time_s"])
+            stats = (
+                baseline_plateau(curve, t_peak)
+                | baseline_plateau_share(runs, n_boot, boot_seed)
+                | baseline_late_gain(runs, n_boot, boot_seed)
+                | baseline_trend(runs, n_boot, boot_seed)
+            )
+            role = runs["role"].dropna().iloc[0] if "role" in runs.columns and runs["role"].notna().any() else ""
+            label = dict(zip(keys, sel, strict=True))
+            rows.append(
+                {
+                    "setting": setting,
+                    "arm": _label(label),
+                    "rule": label.get("rule", ""),
+                    "normalize": label.get("normalize", ""),
+                    "role": role,
+                    "dataset": runs["dataset"].iloc[0],
+                    "metric": met,
+                    "n_seeds": int(runs["seed"].nunique()),
+                    "peak": float(after["mean"].max()),
+                    **{k.replace("_baseline", ""): v for k, v in stats.items()},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def write_plateau_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
+    """`stem`.csv (all columns) and `stem`.md (one line per arm, in points)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md")]
+    df.to_csv(paths[0], index=False)
+    head = ["setting", "arm", "rule / norm", "role", "seeds", "peak", "peak at (of last)",
+            f"plateau (peak before {PLATEAU_SHARE:.0%})", "share of resamples", "late gain", "2nd-half trend"]  # fmt: skip
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, r in df.iterrows():
+        late = _points(r, "late_gain") if not math.isnan(float(r["late_gain"])) else "-"
+        trend = _points(r, "trend") if not math.isnan(float(r["trend"])) else "-"
+        cells = [
+            str(r["setting"]), str(r["arm"]), f"{r['rule']} / {r['normalize']}", str(r["role"] or "-"),
+            str(r["n_seeds"]), f"{100 * r['peak']:.1f}%",
+            f"{_fmt(float(r['peak_at']), 0)} of {_fmt(float(r['last_at']), 0)} ({float(r['peak_share']):.2f})",
+            "yes" if r["plateau"] else "no", _fmt(float(r["p_plateau"]), 2), late, trend,
+        ]  # fmt: skip
+        md.append("| " + " | ".join(cells) + " |")
+    md += ["", f"Each arm's mean curve over seeds on its setting's primary test set (t = 0 excluded). 'plateau': "
+           f"its peak lies before the last {1 - PLATEAU_SHARE:.0%} of the run (issue 10's criterion); 'share of "
+           "resamples': the same verdict over bootstrap resamples of the arm's seeds (- with one seed); 'late "
+           f"gain': the best mean evaluation of the last {1 - PLATEAU_SHARE:.0%} minus the best before; "
+           f"'2nd-half trend': the rise of a least-squares line through the mean curve after {TREND_SHARE:.0%} "
+           "of the run, over that part (above 0: still rising). Intervals: 95% percentile bootstrap over seeds."]  # fmt: skip
+    paths[1].write_text("\n".join(md) + "\n")
+    return paths
+
+
 def _fmt(x, digits=2) -> str:
     if isinstance(x, float | np.floating):
         if math.isnan(x):
@@ -792,6 +888,9 @@ def _plateau_cell(row) -> str:
         return "-"
     at, last = (_fmt(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
     parts = [f"{share:.2f}" if row.get("plateau_baseline") else f"{share:.2f}, no plateau"]
+    p_plateau = float(row.get("p_plateau_baseline", math.nan))
+    if not math.isnan(p_plateau):
+        parts[0] += f", {p_plateau:.0%} of resamples peak before {PLATEAU_SHARE:.0%}"
     if not row.get("plateau_baseline") and not math.isnan(float(row.get("late_gain_baseline", math.nan))):
         parts.append(f"late gain {_points(row, 'late_gain_baseline')}")
     if not math.isnan(float(row.get("trend_baseline", math.nan))):
@@ -830,6 +929,8 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
                "'PODS never' is the share of resamples in which it did not. 'baseline peak at': the step "
                "(seconds without steps) of the baseline mean curve's peak, of its last evaluation; 'no plateau' "
                f"where the peak lies in the last {1 - PLATEAU_SHARE:.0%} of the run (the curve may still rise); "
+               f"'% of resamples peak before {PLATEAU_SHARE:.0%}': the share of bootstrap resamples of the "
+               "baseline's seeds whose mean curve peaks before that mark (how sure the plateau verdict is); "
                "'late gain': then, how far the best mean evaluation of that part is above the best before it, "
                "in points with its 95% bootstrap interval over the baseline's seeds; '2nd-half trend': the "
                f"rise of a least-squares line through the baseline's mean curve after {TREND_SHARE:.0%} of the "

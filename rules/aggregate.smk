@@ -51,3 +51,24 @@ rule time_to_peak:
     shell:
         "python -m pods.analysis time-to-peak --curves {input.curves} --steps {input.steps}"
         " {params.paper_steps} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule plateau:
+    # Has each arm's mean curve stopped rising (issue 10's plateau criterion, for every arm, with the
+    # share of seed resamples that agree, the late gain and the second-half trend)? For our runs and
+    # for the authors' released logs alike.
+    input:
+        curves="{tables}/curves.csv",
+    output:
+        csv="{tables}/plateau.csv",
+        md="{tables}/plateau.md",
+    log:
+        "{tables}/logs/plateau.log",
+    wildcard_constraints:
+        tables=f"{re.escape(ROOT)}/tables|results/released",
+    conda:
+        "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+    shell:
+        "python -m pods.analysis plateau --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -643,7 +644,7 @@ def test_baseline_plateau_is_where_the_mean_curve_peaks_in_steps_of_the_last_eva
         assert row["peak_at_baseline"] == 10.0 * (peak_k + 1)
         assert bool(row["plateau_baseline"]) is plateau
     A.write_table(A.speedup_table(curves, [comp], n_boot=50), tmp_path / "t")
-    assert "50 of 50 (1.00, no plateau; late gain +" in (tmp_path / "t.md").read_text()
+    assert "50 of 50 (1.00, no plateau, 0% of resamples peak before 80%; late gain +" in (tmp_path / "t.md").read_text()
 
 
 def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_late(tmp_path):
@@ -668,7 +669,10 @@ def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_lat
     A.write_table(
         A.speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising, steps) + pods), [comp]), tmp_path / "t"
     )
-    assert "50 of 50 (1.00, no plateau; late gain +15.0 [+" in (tmp_path / "t.md").read_text()
+    assert (
+        "50 of 50 (1.00, no plateau, 0% of resamples peak before 80%; late gain +15.0 [+"
+        in (tmp_path / "t.md").read_text()
+    )
     # one seed: the gain, no interval; a plateau: no late gain in the cell
     one = A.speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising[:1], steps[:1]) + pods), [comp]).iloc[0]
     assert one["late_gain_baseline"] == pytest.approx(0.95 - 0.78)
@@ -744,3 +748,70 @@ def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_th
          {"setting": "a", "role": "pods", "arm": "pods", "n": 64, "m": 16, "time_s": 1000.0, "steps": 100}]
     )  # fmt: skip
     assert paper_seconds_per_step("a", logs)[:2] == (7.0, 10.0)
+
+
+def test_plateau_share_is_the_argmax_criterion_over_seed_resamples(tmp_path):
+    """How sure the plateau verdict is: the share of seed resamples whose mean curve peaks before the
+    last 20%. Seed 0 peaks early (step 20 of 50), seed 1 last: the mean curve peaks last (no plateau),
+    and of the four equally likely resamples only (0, 0) peaks early, so the share is 1/4."""
+    steps = [[10, 20, 30, 40, 50]] * 2
+    base = [[0.5, 0.9, 0.6, 0.6, 0.6], [0.5, 0.6, 0.6, 0.6, 0.95]]
+    curves = pd.DataFrame(
+        _tidy_arm("a", "grpo", 4, 4, base, steps) + _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 2, steps)
+    )
+    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    row = A.speedup_table(curves, [comp], n_boot=4000).iloc[0]
+    assert not row["plateau_baseline"]
+    assert row["p_plateau_baseline"] == pytest.approx(0.25, abs=0.03)
+    A.write_table(pd.DataFrame([row]), tmp_path / "t")
+    assert re.search(
+        r"50 of 50 \(1\.00, no plateau, 2[4-6]% of resamples peak before 80%;", (tmp_path / "t.md").read_text()
+    )
+    # one seed: a resample is that seed, no share, and the cell says nothing of resamples
+    one = A.baseline_plateau_share(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base[:1], steps[:1])))
+    assert math.isnan(one["p_plateau_baseline"])
+    from pods.speedup import _plateau_cell
+
+    assert "resamples" not in _plateau_cell(row.to_dict() | {"p_plateau_baseline": math.nan})
+
+
+def test_cli_plateau_judges_every_arm_and_one_arm_alone(tmp_path, capsys):
+    """`plateau` reports every arm of a curves.csv, and works from the run directories of a baseline
+    with no PODS arm (config/tiny_a4000.yaml), where time-to-peak cannot run."""
+    root = fake_tree(tmp_path / "runs")
+    tables = tmp_path / "tables"
+    assert (
+        A.main(
+            ["collect", "--runs", str(root), "--out-dir", str(tables), "--sheet", str(fake_sheet(tmp_path / "s.tsv"))]
+        )
+        == 0
+    )
+    assert (
+        A.main(["plateau", "--curves", str(tables / "curves.csv"), "--out-dir", str(tables), "--n-boot", "2000"]) == 0
+    )
+    table = pd.read_csv(tables / "plateau.csv")
+    assert len(table) == 7  # every arm: a_toy's five, e_toy's two
+    grpo = table[(table["setting"] == "a") & (table["role"] == "baseline")].iloc[0]
+    # mean curve 0.5, 0.7, 0.8, 0.79 after t = 0 (seed noise 0, +0.02, -0.02 at grid 1 and 3): peak at grid 3 of 4
+    assert grpo["peak"] == pytest.approx(0.8)
+    assert grpo["plateau"]
+    assert grpo["peak_share"] == pytest.approx(0.75, abs=0.02)
+    # a resample peaks last only where seed 2 outnumbers seed 1 by two or more: 4 of 27 equally likely draws
+    assert grpo["p_plateau"] == pytest.approx(23 / 27, abs=0.03)
+    for col in ("late_gain", "late_gain_ci_low", "trend", "trend_ci_high"):
+        assert col in table.columns
+    assert (
+        "| a | grpo n=4 m=4 grad_accum=1 | max_variance / after | baseline | 3 | 80.0% |"
+        in (tables / "plateau.md").read_text()
+    )
+    # one arm alone, from its run directories: no PODS arm needed
+    alone = sorted(str(p.parent) for p in root.rglob("summary.json") if "a_toy/sel~max_variance_n~4_m~4/" in str(p))
+    out = tmp_path / "alone"
+    assert A.main(["plateau", "--run-dirs", *alone, "--out-dir", str(out), "--n-boot", "2000"]) == 0
+    only = pd.read_csv(out / "plateau.csv")
+    assert len(only) == 1
+    assert only["p_plateau"].iloc[0] == pytest.approx(grpo["p_plateau"])
+    assert "80.0%" in capsys.readouterr().out
+    # a folder that is not a run: a clear error, exit 2
+    assert A.main(["plateau", "--run-dirs", str(tmp_path), "--out-dir", str(out)]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
