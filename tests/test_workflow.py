@@ -616,11 +616,14 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
     assert sum(1 for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] == "600") == 10
 
 
-def test_tiny_a2000_overlay_runs_only_the_main_comparison_of_a_for_2000_steps(workdir):
-    """config/tiny_a2000.yaml (issue 10's record of (a) at 2000 steps): its own root and sheet, the 16
-    runs of (a)'s GRPO 16/16 and GRPO-PODS 64/16 on the warm model, 8 seeds each, 2000 steps, the
-    default's grid and evaluation size, and the time-to-peak table made from them alone."""
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_a2000.yaml", "results/warm_a2000")
+@pytest.mark.parametrize(("overlay", "steps"), [("config/tiny_a2000.yaml", 2000), ("config/tiny_a4000.yaml", 4000)])
+def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay, steps):
+    """config/tiny_a2000.yaml and tiny_a4000.yaml (issue 10's records of (a) at 2000 and 4000 steps): each
+    its own root and the two-row sheet, the 16 runs of (a)'s GRPO 16/16 and GRPO-PODS 64/16 on the warm
+    model, 8 seeds each, the default's grid and evaluation size, and the time-to-peak and plateau tables
+    made from them alone."""
+    root = f"results/warm_a{steps}"
+    out, jobs = overlay_train_jobs(workdir, overlay, root)
     assert len(jobs) == 16
     assert {letter for letter, _, _ in jobs} == {"a"}
     assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
@@ -628,9 +631,10 @@ def test_tiny_a2000_overlay_runs_only_the_main_comparison_of_a_for_2000_steps(wo
     settings = {
         (a["policy.model"], a["budget.max_steps"], a["eval.every_steps"], a["eval.max_examples"]) for _, a, _ in jobs
     }
-    assert settings == {("tiny:llama-arith_warm", "2000", "25", "400")}
+    assert settings == {("tiny:llama-arith_warm", str(steps), "25", "400")}
     table = shell_command(out, "pods.analysis time-to-peak")
-    assert "--curves results/warm_a2000/tables/curves.csv" in table
+    assert f"--curves {root}/tables/curves.csv" in table
+    assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
 def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
