@@ -751,7 +751,10 @@ def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 200
         met = metric or registry.setting_metric(setting)
         sub = select(df, setting=setting, dataset=primary_dataset(df, setting), metric=met)
         if sub.empty:
-            raise AnalysisInputError(f"setting {setting}: no rows of metric {met!r} on its primary test set")
+            raise AnalysisInputError(
+                f"setting {setting}: no rows of metric {met!r} on its primary test set: name one the curves "
+                f"have with --metric ({', '.join(sorted(map(str, df['metric'].unique())))})"
+            )
         for sel, runs in sub.groupby(keys, dropna=False, sort=True):
             curve = mean_curve(runs)
             after = curve[curve["time_s"] > 0]

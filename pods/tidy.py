@@ -239,7 +239,9 @@ def read_curves(path: str | Path) -> pd.DataFrame:
         if df[col].isna().any():
             i = int(np.flatnonzero(df[col].isna().to_numpy())[0])
             raise AnalysisInputError(f"{path} row {i + 2}: {col} is empty")
-    return df.astype({"setting": str, "seed": int, "grid": int}).assign(role=df["role"].fillna("").astype(str))
+    return df.astype({"setting": str, "seed": int, "grid": int}).assign(
+        role=df["role"].astype(object).fillna("").astype(str)
+    )
 
 
 STEPS_REQUIRED = ("setting", "arm", "n", "m", "grad_accum", "seed", "time_s", "steps")

@@ -815,3 +815,14 @@ def test_cli_plateau_judges_every_arm_and_one_arm_alone(tmp_path, capsys):
     # a folder that is not a run: a clear error, exit 2
     assert A.main(["plateau", "--run-dirs", str(tmp_path), "--out-dir", str(out)]) == 2
     assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_cli_plateau_names_the_metrics_it_has_when_asked_for_one_it_lacks(tmp_path, capsys):
+    tables = tmp_path / "tables"
+    assert A.main(["collect", "--runs", str(fake_tree(tmp_path / "runs")), "--out-dir", str(tables)]) == 0
+    assert (
+        A.main(["plateau", "--curves", str(tables / "curves.csv"), "--out-dir", str(tables), "--metric", "bleu"]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "no rows of metric 'bleu'" in err
+    assert "--metric (accuracy" in err
