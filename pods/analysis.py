@@ -369,9 +369,6 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--sheet", help="with --run-dirs: run sheet whose `role` column names the arms' roles")
     p.add_argument("--letters", help="with --run-dirs: NAME=LETTER,... as for collect")
     for q in sub.choices.values():
-        if q.prog.endswith("plateau"):
-            q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over seeds (default 2000)")
-            q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
         if q.prog.endswith(("released", "time-to-peak")):
             q.add_argument(
                 "--threshold",
@@ -380,6 +377,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                 help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
                 f"(default {DEFAULT_THRESHOLD})",
             )
+        if q.prog.endswith(("released", "time-to-peak", "plateau")):
             q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over seeds (default 2000)")
             q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     return ap

@@ -644,8 +644,7 @@ def baseline_plateau_share(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0
     if arm.values_S_T.size == 0 or len(arm.seeds) < 2:
         return {"p_plateau_baseline": math.nan}
     pos_T = _positions(arm)
-    idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
-    means_B_T = _bootstrap_means(arm.values_S_T, idx)
+    means_B_T = _resampled_means(arm, n_boot, seed)
     peak_B = np.argmax(np.where(np.isnan(means_B_T), -np.inf, means_B_T), axis=1)
     return {"p_plateau_baseline": float(np.mean(pos_T[peak_B] <= PLATEAU_SHARE * np.nanmax(pos_T)))}
 
@@ -659,14 +658,20 @@ def _positions(arm: _Arm) -> np.ndarray:
     return pos_T if np.isfinite(pos_T).all() else arm.times_T
 
 
+def _resampled_means(arm: _Arm, n_boot: int, seed: int) -> np.ndarray:
+    """The arm's mean curves (B x T) over `n_boot` resamples of its seeds, drawn from `seed`: one draw for
+    every baseline statistic (share, late gain, trend), so they read the same resamples."""
+    idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
+    return _bootstrap_means(arm.values_S_T, idx)
+
+
 def _seed_bootstrap(arm: _Arm, stat, n_boot: int, seed: int, ci: float, name: str) -> dict:
     """`stat` (mean curves B x T -> B values) of the arm's mean curve, and its percentile bootstrap
     interval over the arm's seeds (NaN with one seed), as {name, name_ci_low, name_ci_high}."""
     out = {name: float(stat(_bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None]))[0])}
     out[f"{name}_ci_low"] = out[f"{name}_ci_high"] = math.nan
     if len(arm.seeds) > 1:
-        idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _interval(stat(_bootstrap_means(arm.values_S_T, idx)), ci)
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _interval(stat(_resampled_means(arm, n_boot, seed)), ci)
     return out
 
 
@@ -757,12 +762,11 @@ def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 200
             )
         for sel, runs in sub.groupby(keys, dropna=False, sort=True):
             curve = mean_curve(runs)
-            after = curve[curve["time_s"] > 0]
+            after = _as_series(curve)  # t = 0 excluded, as in time_to_peak
             if after.empty:
                 continue
-            t_peak = float(after.loc[after["mean"].idxmax(), "time_s"])
             stats = (
-                baseline_plateau(curve, t_peak)
+                baseline_plateau(curve, float(after.idxmax()))
                 | baseline_plateau_share(runs, n_boot, boot_seed)
                 | baseline_late_gain(runs, n_boot, boot_seed)
                 | baseline_trend(runs, n_boot, boot_seed)
@@ -779,7 +783,7 @@ def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 200
                     "dataset": runs["dataset"].iloc[0],
                     "metric": met,
                     "n_seeds": int(runs["seed"].nunique()),
-                    "peak": float(after["mean"].max()),
+                    "peak": float(after.max()),
                     **{k.replace("_baseline", ""): v for k, v in stats.items()},
                 }
             )
