@@ -5,6 +5,7 @@ the scripts in `figures/` only select and plot. The work is split by job:
 - pods.tidy: the tidy-table contract (columns, input checks, arm labels, sheet roles, table readers);
 - pods.released: the authors' released logs -> tidy tables;
 - pods.speedup: mean curves, time-to-peak, bootstrap, the speed-up table and its comparisons;
+- pods.levels: the speed-up at fixed accuracy levels (budget-free where both arms reach a level);
 - this module: our run directories -> tidy tables (`load_runs`, `load_run_steps`), and the CLI.
 It re-exports the public names of the other three, so `from pods import analysis as A; A.select`
 (figures/, tests/) keeps working.
@@ -22,6 +23,8 @@ Run:
         --paper-steps results/released/steps.csv --out-dir results/tables
     python -m pods.analysis plateau --curves results/tables/curves.csv --out-dir results/tables
     python -m pods.analysis plateau --run-dirs results/warm_a4000/runs/a/*/seed~* --out-dir results/warm_a4000/tables
+    python -m pods.analysis levels --curves results/tables/curves.csv --out-dir results/tables
+    python -m pods.analysis levels --curves results/warm_a2000/tables/curves.csv --levels 0.8,0.84,0.86 --out-dir D
 Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
 """
 
@@ -38,6 +41,7 @@ from pathlib import Path
 import pandas as pd
 
 from pods import registry
+from pods.levels import DEFAULT_FRACTIONS, level_table, write_level_table
 from pods.released import load_released, load_released_steps, read_released
 from pods.runlog import RunLogger
 from pods.speedup import (
@@ -329,6 +333,17 @@ def _parse_letters(text: str | None) -> dict[str, str]:
     return out
 
 
+def _floats(text: str) -> list[float]:
+    """A comma-separated list of numbers (argparse type of --levels and --fractions)."""
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers, e.g. 0.8,0.84") from None
+    if not out or not all(math.isfinite(x) for x in out):
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least one finite number, e.g. 0.8,0.84")
+    return out
+
+
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(path, index=False)
@@ -336,7 +351,7 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    """The command line of :func:`main`: subcommands released, collect, time-to-peak and plateau."""
+    """The command line of :func:`main`: subcommands released, collect, time-to-peak, plateau and levels."""
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("released", help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
@@ -368,6 +383,22 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     p.add_argument("--sheet", help="with --run-dirs: run sheet whose `role` column names the arms' roles")
     p.add_argument("--letters", help="with --run-dirs: NAME=LETTER,... as for collect")
+    p = sub.add_parser("levels", help="steps each arm needs to first reach fixed accuracy levels, and their ratio")
+    p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
+    p.add_argument("--out-dir", required=True, help="where levels.csv and levels.md are written")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--levels", type=_floats, help="comma-separated levels in the metric's units, e.g. 0.8,0.84 (compare budgets)"
+    )
+    which.add_argument(
+        "--fractions",
+        type=_floats,
+        default=DEFAULT_FRACTIONS,
+        help="comma-separated fractions of the baseline's rise from start to peak "
+        f"(default {','.join(map(str, DEFAULT_FRACTIONS))})",
+    )
+    p.add_argument("--setting", nargs="+", help="only these settings (letters)")
+    p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     for q in sub.choices.values():
         if q.prog.endswith(("released", "time-to-peak")):
             q.add_argument(
@@ -377,7 +408,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                 help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
                 f"(default {DEFAULT_THRESHOLD})",
             )
-        if q.prog.endswith(("released", "time-to-peak", "plateau")):
+        if q.prog.endswith(("released", "time-to-peak", "plateau", "levels")):
             q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over seeds (default 2000)")
             q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     return ap
@@ -398,6 +429,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
         elif args.cmd == "collect":
             curves, steps = _collect(args.runs, _parse_letters(args.letters), args.sheet, args.run_dirs)
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
+            table = None
+        elif args.cmd == "levels":
+            levels = level_table(
+                read_curves(args.curves), args.levels, args.fractions, args.metric, args.setting,
+                args.n_boot, args.boot_seed,
+            )  # fmt: skip
+            written = write_level_table(levels, out / "levels")
+            print((out / "levels.md").read_text().split("\n\n")[0])
             table = None
         elif args.cmd == "plateau":
             if args.curves:

@@ -6,7 +6,7 @@
     pods config [SECTION]                           list every config key: type, default, meaning
     pods bench NAME [ARGS ...]                      run the benchmark pods/bench/bench_NAME.py with ARGS
     pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
-    pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak)
+    pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak, plateau, levels)
     pods cost [--scale paper] [--format md|csv]     GPU-hours of a scale from the run sheet, seeds, budgets
 
 Examples::

@@ -72,3 +72,24 @@ rule plateau:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
         "python -m pods.analysis plateau --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule levels:
+    # The speed-up at fixed accuracy levels (pods/levels.py): the steps each arm's mean curve needs to
+    # first reach fractions of the baseline's rise, and their ratio, with intervals over seeds. Unlike
+    # time-to-peak it does not move with the budget at a level both arms reach (issue 10).
+    input:
+        curves="{tables}/curves.csv",
+    output:
+        csv="{tables}/levels.csv",
+        md="{tables}/levels.md",
+    log:
+        "{tables}/logs/levels.log",
+    wildcard_constraints:
+        tables=f"{re.escape(ROOT)}/tables|results/released",
+    conda:
+        "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+    shell:
+        "python -m pods.analysis levels --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -190,3 +191,13 @@ def batch_inputs():
     """``batch_inputs(trainer, k=0)``: one generation batch as TRL's dataloader yields it (prompts k, k+1,
     ... each repeated n x GA times)."""
     return _batch_inputs
+
+
+@pytest.fixture(scope="session")
+def analysis_helpers():
+    """tests/test_analysis.py as a module (its fake-run writers `fake_tree`, `fake_sheet`, `write_run`,
+    `_tidy_arm`), loaded by path so that it works in any pytest import mode."""
+    spec = importlib.util.spec_from_file_location("_pods_test_analysis", Path(__file__).with_name("test_analysis.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

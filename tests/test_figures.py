@@ -3,7 +3,6 @@ and (as placeholder panels) from missing inputs. Scripts run in-process (runpy) 
 
 from __future__ import annotations
 
-import importlib.util
 import runpy
 import sys
 from pathlib import Path
@@ -16,14 +15,6 @@ REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "figures"
 RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"
 CURVE_SCRIPTS = ["fig_3_main", "fig_4_sweeps", "fig_5_rules", "fig_6_normalization", "fig_7_transfer", "fig_8_lengths"]
-
-
-def _helpers():
-    # test_analysis.py holds the fake-run writer; load it by path (works in any pytest import mode).
-    spec = importlib.util.spec_from_file_location("_pods_test_analysis", Path(__file__).with_name("test_analysis.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def render(monkeypatch, script: str, *args: str, out: Path) -> Path:
@@ -47,8 +38,8 @@ def released_tables(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def fake_tables(tmp_path_factory):
-    helpers = _helpers()
+def fake_tables(tmp_path_factory, analysis_helpers):
+    helpers = analysis_helpers
     root = helpers.fake_tree(tmp_path_factory.mktemp("runs"))
     out = tmp_path_factory.mktemp("tables")
     sheet = helpers.fake_sheet(out / "runs.tsv")
@@ -94,8 +85,8 @@ def test_fig_1_asymmetry(monkeypatch, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_tables(tmp_path_factory):
-    helpers = _helpers()
+def tiny_tables(tmp_path_factory, analysis_helpers):
+    helpers = analysis_helpers
     root = tmp_path_factory.mktemp("tiny_runs")
     sets = ("arith", "arith_heldout", "arith_hard")
     for name in ("tiny_a", "tiny_b"):
@@ -172,10 +163,12 @@ def test_fig_8_length_axis_shows_the_whole_range(monkeypatch, tmp_path, tiny_tab
         assert "(a) 2-digit" in ax.get_title() or "(b) 2-digit" in ax.get_title()
 
 
-def test_ablation_figures_compare_arms_over_the_shortest_arms_span(monkeypatch, tmp_path_factory, tmp_path):
+def test_ablation_figures_compare_arms_over_the_shortest_arms_span(
+    monkeypatch, tmp_path_factory, tmp_path, analysis_helpers
+):
     """Figs. 4-6 cut every curve at the shortest arm's last evaluation (the tiny scale trains its sweeps
     60 steps, the main arms they share 600) and say so on the x axis; Fig. 3 keeps whole curves."""
-    helpers = _helpers()
+    helpers = analysis_helpers
     root = tmp_path_factory.mktemp("ragged_runs")
     for seed in (0, 1):
         helpers.write_run(root, "tiny_a", 16, 16, seed, [0.3, 0.32, 0.35, 0.36, 0.37, 0.38], every_s=10.0)

@@ -443,17 +443,18 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
     counts = job_counts(out)
     assert not {"download_released", "released_time_to_peak", "released_figure"} & set(counts), counts
     assert counts["time_to_peak"] == 1
-    assert counts["plateau"] == 1  # ours only: results/smoke/tables/plateau.{csv,md}
+    assert counts["plateau"] == counts["levels"] == 1  # ours only: results/smoke/tables/{plateau,levels}.{csv,md}
     assert counts["figure"] > 0
     assert "--paper-steps" not in shell_command(out, "time-to-peak")
     # By default the table reads the released steps.csv (speed-up (iii) from the authors' s/step),
     # and the plateau table is made for the released runs too.
     default = scale_dry_run(workdir, dry_runs, "smoke")
     assert "--paper-steps results/released/steps.csv" in shell_command(default, "time-to-peak")
-    assert job_counts(default)["plateau"] == 2
-    assert "--out-dir results/smoke/tables" in shell_command(
-        default, "plateau --curves results/smoke/tables/curves.csv"
-    )
+    assert job_counts(default)["plateau"] == job_counts(default)["levels"] == 2
+    for name in ("plateau", "levels"):
+        assert "--out-dir results/smoke/tables" in shell_command(
+            default, f"{name} --curves results/smoke/tables/curves.csv"
+        )
     # Asking for the re-analysis itself with the logs off is refused before any job runs, saying how to fix it.
     res = snakemake(workdir, "-n", "results/released/time_to_peak.csv", "--config", "released_logs=none")
     assert res.returncode != 0
