@@ -56,7 +56,7 @@ DEFAULT_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0)
 
 def _unit(*arms) -> str:
     """'steps' where every evaluation of every arm carries its optimizer step, else 's'."""
-    ok = all(np.isfinite(a.steps_S_T[np.isfinite(a.values_S_T)]).all() and a.values_S_T.size for a in arms)
+    ok = all(np.isfinite(a.steps_S_T[np.isfinite(a.values_S_T)]).all() for a in arms)
     return "steps" if ok else "s"
 
 
@@ -99,7 +99,7 @@ def level_speedups(
     if pods.values_S_T.size == 0:  # PODS never evaluated after t = 0: it reaches no level (as in time-to-peak)
         pods = replace(pods, seeds=np.array([0]), times_T=base.times_T[:1], values_S_T=np.full((1, 1), np.nan),
                        steps_S_T=np.full((1, 1), np.nan))  # fmt: skip
-    unit = _unit(base) if np.isnan(pods.values_S_T).all() else _unit(base, pods)
+    unit = _unit(base, pods)  # an all-NaN PODS arm has no evaluation to lack a step
     t_base_L = _reach(base, np.arange(len(base.seeds))[None], levels_L, unit)[0]
     t_pods_L = _reach(pods, np.arange(len(pods.seeds))[None], levels_L, unit)[0]
     one_seed = min(len(base.seeds), len(pods.seeds)) < 2
