@@ -410,15 +410,21 @@ def bench(spec: str, task: str | None = None, lengths: int = 64, reps: int = 2) 
 
 
 def main(argv: list[str]) -> None:
+    usage = "usage: python -m pods.models build|describe|bench SPEC  (build: [--device cpu|cuda])"
     if len(argv) < 2 or argv[0] not in ("build", "describe", "bench"):
-        sys.exit("usage: python -m pods.models build|describe|bench SPEC")
-    cmd, spec = argv[0], argv[1]
+        sys.exit(usage)
+    cmd, spec, rest = argv[0], argv[1], argv[2:]
+    device = "cpu"
+    if cmd == "build" and len(rest) == 2 and rest[0] == "--device" and rest[1] in ("cpu", "cuda"):
+        device = rest[1]
+    elif rest:
+        sys.exit(usage)
     if cmd == "describe":
         print(json.dumps(describe_policy(spec), indent=1))
     elif cmd == "build":
         if not spec.startswith("tiny:"):
             sys.exit("build takes a tiny:<name> spec")
-        card = json.loads((ensure_tiny(spec[len("tiny:") :]) / "pods_tiny.json").read_text())
+        card = json.loads((ensure_tiny(spec[len("tiny:") :], device=device) / "pods_tiny.json").read_text())
         print(json.dumps({k: v for k, v in card.items() if k != "history"}, indent=1))
     else:
         print(json.dumps(bench(spec), indent=1))

@@ -479,19 +479,34 @@ def run_training(trainer: PODSGRPOTrainer, ckpt: Path | None, state: dict | None
     trainer.accelerator.wait_for_everyone()
 
 
+def launch_info(trainer: Any) -> dict:
+    """How the trainer's accelerator runs it: ``{"type": "NO" | "MULTI_GPU" | "DEEPSPEED" | ...,
+    "deepspeed_zero_stage": 2 | None, "mixed_precision": "bf16" | "no" | ...}`` (config.json meta)."""
+    acc = trainer.accelerator
+    plugin = acc.state.deepspeed_plugin if getattr(trainer, "is_deepspeed_enabled", False) else None
+    return {
+        "type": str(getattr(acc.distributed_type, "value", acc.distributed_type)),
+        "deepspeed_zero_stage": plugin.zero_stage if plugin is not None else None,
+        "mixed_precision": str(acc.mixed_precision),
+    }
+
+
 def summary_identity(cfg: TrainConfig) -> dict:
     """The summary.json fields that tie a summary to its config."""
     return {"n": cfg.rollout.n, "m": cfg.rollout.m, "rule": cfg.rollout.rule, "seed": cfg.seed}
 
 
-def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, global_step: int, wall_s: float) -> None:
+def write_summary(
+    logger: RunLogger, cfg: TrainConfig, ctl: RunController, global_step: int, wall_s: float, engine: str | None = None
+) -> None:
     """Write summary.json (last): stop reason, steps, training time, accuracies, peak memory.
 
     Seconds per step and its split (the measurement beside a step budget): ``s_per_step`` =
     ``gen_s_per_step`` (generation) + ``update_s_per_step`` (everything else in the step: reward
     scoring, ``reward_s_per_step``, is part of it, with the update and TRL's bookkeeping); evaluation
     (``eval_time_s``) and start-up (``startup_s``: process start to the first step of the last
-    session) are outside the steps.
+    session) are outside the steps. ``engine``: the class that wrapped the model for training
+    (``DeepSpeedEngine`` under DeepSpeed, the model's own class in one plain process).
     """
     metrics = logger.metrics()
     evals = logger.evals()
@@ -524,6 +539,7 @@ def write_summary(logger: RunLogger, cfg: TrainConfig, ctl: RunController, globa
             "final_accuracy": final,
             "best_accuracy": best,
             "peak_mem_mb": max((m.get("peak_mem_mb") or 0.0 for m in metrics), default=None),
+            "engine": engine,
             **summary_identity(cfg),
         }
     )
@@ -553,12 +569,14 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
     ckpt, state = open_run_dir(cfg, logger, dist)
     trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)
     if dist.is_main_process and logger.read_config() is None:  # only once the run could be built: a failed
-        logger.write_config(to_dict(cfg), run_meta(dist.num_processes))  # start does not bind the directory
+        meta = run_meta(dist.num_processes, launch_info(trainer))  # start does not bind the directory
+        logger.write_config(to_dict(cfg), meta)
     wall0 = time.time()
     run_training(trainer, ckpt, state, run_dir / "final")
     if controller.stop_reason is None:
         controller.stop_reason = "data_exhausted"
     if dist.is_main_process:
-        write_summary(logger, cfg, controller, trainer.state.global_step, time.time() - wall0)
+        engine = type(getattr(trainer, "model_wrapped", None) or trainer.model).__name__
+        write_summary(logger, cfg, controller, trainer.state.global_step, time.time() - wall0, engine)
     trainer.accelerator.wait_for_everyone()
     return run_dir

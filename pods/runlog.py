@@ -278,8 +278,9 @@ def cpu_info() -> dict[str, str | None]:
     return {"model": model, "torch_capability": capability}
 
 
-def run_meta(num_processes: int = 1) -> dict[str, Any]:
-    """The ``meta`` block of config.json: versions, git commit, start time, host, device, CPU."""
+def run_meta(num_processes: int = 1, distributed: dict | None = None) -> dict[str, Any]:
+    """The ``meta`` block of config.json: versions, git commit, start time, host, device, CPU, and how
+    the run was launched (``distributed``: accelerate's distributed type and DeepSpeed's ZeRO stage)."""
     device = "cpu"
     try:
         import torch
@@ -297,6 +298,7 @@ def run_meta(num_processes: int = 1) -> dict[str, Any]:
         "device": device,
         "cpu": cpu_info(),
         "num_processes": num_processes,
+        "distributed": distributed or {},
         "argv": sys.argv,
     }
 

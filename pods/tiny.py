@@ -120,6 +120,25 @@ TINY_MODELS: dict[str, TinySpec] = {
     # that RL saturates inside a CPU budget: the tiny scale's (a), its sweeps, and (e) train it
     # (config/config.yaml scales.tiny.settings; issue 10).
     "llama-arith_warm": TinySpec(arch="llama", task="arith", target_accuracy=0.65),
+    # The GPU benchmark model (issue 14): the llama-arith layout at GPT-2-small width, 85M parameters,
+    # so that on a GPU the update is compute-bound, not launch-bound. Warm-started on a GPU
+    # (`python -m pods.models build tiny:llama-arith_85m --device cuda`, at most 2 min of SFT on a GPU);
+    # a CPU build works but takes hours. The time cap makes the build time-dependent (recorded).
+    "llama-arith_85m": TinySpec(
+        arch="llama",
+        task="arith",
+        hidden_size=768,
+        num_layers=12,
+        num_heads=12,
+        num_kv_heads=12,
+        intermediate_size=2048,
+        sft_steps=2000,
+        lr=3e-4,
+        warmup_steps=100,
+        eval_every=100,
+        max_sft_seconds=120.0,
+        test_size=200,
+    ),
 }
 
 
@@ -265,6 +284,7 @@ def build_tiny(
     target_accuracy: float | None = None,
     temperature: float | None = None,
     log: bool = True,
+    device: str = "cpu",
     **arch_overrides: Any,
 ) -> Path:
     """Build a tiny model from scratch into out_dir (a normal HF model directory); returns out_dir.
@@ -273,6 +293,9 @@ def build_tiny(
     max_sft_seconds cuts the warm start short (recorded in pods_tiny.json). Writes config.json,
     model.safetensors, generation_config.json, tokenizer files, and pods_tiny.json (the spec, SFT
     steps and time, and the starting accuracies on the test set) last, atomically.
+
+    ``device`` ("cpu" | "cuda") is where the warm start runs; it is not part of the recipe (a CUDA
+    build differs from a CPU build in its last bits), so the card records it.
     """
     spec = resolve_tiny_spec(
         name,
@@ -289,18 +312,18 @@ def build_tiny(
     threads_before = torch.get_num_threads()
     torch.set_num_threads(spec.threads)
     try:
-        return _build_tiny(name, spec, out_dir, log)
+        return _build_tiny(name, spec, out_dir, log, torch.device(device))
     finally:
         torch.set_num_threads(threads_before)
 
 
-def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool) -> Path:
+def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: torch.device) -> Path:
     from transformers import AutoModelForCausalLM
 
     t_start = time.perf_counter()
     torch.manual_seed(spec.seed)
     tokenizer = build_char_tokenizer()
-    model = AutoModelForCausalLM.from_config(_tiny_config(spec, tokenizer), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(_tiny_config(spec, tokenizer), dtype=torch.float32).to(device)
     n_params = sum(p.numel() for p in model.parameters())
 
     train = pdata.warm_start_train(spec.task, seed=spec.seed)
@@ -315,7 +338,7 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool) -> Path:
     history, step, stop_reason = [], 0, "sft_steps"
     model.train()
     while step < spec.sft_steps:
-        loss = model(**next(batches)).loss
+        loss = model(**{k: v.to(device) for k, v in next(batches).items()}).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -357,13 +380,14 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool) -> Path:
         "history": history,
         "test_accuracy": start,
         "torch_threads": torch.get_num_threads(),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "versions": {"torch": torch.__version__, "transformers": package_version("transformers")},
     }
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the cache is a normal model directory
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(tmp)
+    model.to("cpu").save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "pods_tiny.json").write_text(json.dumps(card, indent=1) + "\n")
     if out_dir.exists():
@@ -390,8 +414,8 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def ensure_tiny(name: str) -> Path:
-    """Directory of the cached tiny model `name`, built on first use."""
+def ensure_tiny(name: str, device: str = "cpu") -> Path:
+    """Directory of the cached tiny model `name`, built on first use (its warm start on `device`)."""
     spec = dataclasses.asdict(resolve_tiny_spec(name))  # unknown names fail before any lock or build
     out = cache_root() / "tiny" / name
 
@@ -410,5 +434,5 @@ def ensure_tiny(name: str) -> Path:
         if not fresh():  # another process may have built it meanwhile
             if (out / "pods_tiny.json").is_file():
                 print(f"[pods.models] {out} was built from another recipe; rebuilding", file=sys.stderr)
-            build_tiny(name, out, log=False)
+            build_tiny(name, out, log=device != "cpu", device=device)
     return out

@@ -67,7 +67,28 @@ def test_tiny_build_deterministic_and_complete(built):
     assert card["sft_steps_done"] == 4
     assert card["params"] == sum(v.numel() for v in wa.values())
     assert set(card["test_accuracy"]) == {"greedy", "T=0.7", "T=0.9", "T=1.0"}
+    assert card["device"] == "cpu"  # where the warm start ran (not part of the recipe)
     assert json.loads((a / "config.json").read_text())["model_type"] == "qwen2"
+
+
+def test_gpu_benchmark_model_is_85m_parameters():
+    """tiny:llama-arith_85m (issue 14): the Fig. 1 model of the GPU benchmarks, 50-150M parameters."""
+    from transformers import AutoModelForCausalLM
+
+    from pods.tiny import _tiny_config
+
+    spec = models.TINY_MODELS["llama-arith_85m"]
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(_tiny_config(spec, models.build_char_tokenizer()))
+    assert sum(p.numel() for p in model.parameters()) == 85_031_424  # as its H100 build's card
+    assert models.TINY_MODELS["llama-arith_warm"].hidden_size == 96  # the other recipes are unchanged
+
+
+def test_models_cli_build_device_option():
+    with pytest.raises(SystemExit, match=r"build: \[--device cpu\|cuda\]"):
+        models.main(["build", "tiny:llama-arith", "--device", "gpu"])
+    with pytest.raises(SystemExit, match="usage"):
+        models.main(["describe", "tiny:llama-arith", "--device", "cuda"])
 
 
 def test_tiny_loads_back_identical_through_the_cache(built, cache, monkeypatch):

@@ -313,7 +313,9 @@ def test_train_smoke_writes_complete_logs(tiny_cfg, tmp_path):
     assert summary["steps"] == 3
     assert summary["stop_reason"] == "max_steps"
     assert summary["n_evals"] == 3
+    assert summary["engine"] == "LlamaForCausalLM"  # one plain process: the model itself (DeepSpeedEngine: test_gpu)
     conf = json.loads((run_dir / "config.json").read_text())
+    assert conf["meta"]["distributed"] == {"type": "NO", "deepspeed_zero_stage": None, "mixed_precision": "no"}
     assert conf["rollout"]["n"] == 8
     assert "torch" in conf["meta"]["packages"]
     assert conf["meta"]["start_time"]

@@ -16,7 +16,7 @@ For each R in ``--rollouts`` (rollouts per step, one prompt, as on one device in
    gradient accumulation in chunks of the largest power of two that fits (``update_chunk``).
 
 Whether R rows fit is predicted, not tried: the forward/backward peak is linear in the rows
-(activations and logits grow per row, gradients do not), so probes of 1 and 2 rows give ``a + b R``,
+(activations and logits grow per row, gradients do not), so probes of 4 and 8 rows give ``a + b R``,
 and the optimizer step of a 1-row update gives a floor ``c``: ``peak(R) = max(a + b R, c)`` (CPU:
 torch allocator events via the profiler; CUDA: peak allocation counters). On CPU the default limit is half the memory available when the run starts,
 so the benchmark never swaps a shared machine.
@@ -24,7 +24,8 @@ so the benchmark never swaps a shared machine.
 CSV columns (figures/fig_1_asymmetry.py reads the first seven): ``rollouts, step_time_s,
 gen_time_s, update_time_s, gen_tokens, per_token_gen_ms, update_oom``, then ``update_chunk,
 est_update_peak_mb, gen_tokens_per_s, update_rows_per_s, prompt_len, completion_len, model,
-lora_rank, device, dtype, threads``. ``step_time_s = gen_time_s + update_time_s`` (reward and
+lora_rank, device, dtype, threads, update_peak_mb`` (the measured peak of the update above the
+model and optimizer state: CUDA ``max_memory_allocated``; NaN on CPU). ``step_time_s = gen_time_s + update_time_s`` (reward and
 selection cost nothing in comparison).
 
 Departures from the paper's Fig. 1: the paper times vLLM (settings a-d) or HF generate (e-f) on
@@ -75,6 +76,7 @@ COLUMNS = [
     "device",
     "dtype",
     "threads",
+    "update_peak_mb",
 ]
 
 
@@ -123,27 +125,36 @@ def generate(
     return completion_R_T, mask_R_T, seconds
 
 
+PROBE_ROWS = (4, 8)  # rows of the two memory probes of fit_memory
+
+
 def fit_memory(
     model, opt, prompt_ids_T: torch.Tensor, completion_len: int, vocab: int, device: torch.device
 ) -> tuple[float, float, float]:
     """(a, b, c): predicted peak update memory of R rows is ``max(a + b R, c)`` MB.
 
     ``a + b R`` is the forward/backward peak (activations and logits grow per row, gradients do not),
-    fitted from probes of 1 and 2 rows; ``c`` is the peak of a whole 1-row update, whose optimizer step
-    (AdamW's temporaries, proportional to the parameters) can dominate for small R.
+    fitted from probes of PROBE_ROWS rows; ``c`` is the peak of a whole 1-row update, whose optimizer
+    step (AdamW's temporaries, proportional to the parameters) can dominate for small R.
+
+    The probes are 4 and 8 rows, not 1 and 2: in a full-parameter update the gradient buffers (one per
+    parameter, allocated during the backward) set the peak while a row's activations are smaller than
+    them, so the peak is not yet linear in the rows. On an H100, probes of 1 and 2 rows of the 85M model
+    (64 + 256 tokens) gave 20 MB/row where the measured update takes 133 MB/row (6.5x under at 512 rows).
     """
     g = torch.Generator().manual_seed(123)
+    lo, hi = PROBE_ROWS
     batches = {}
-    for rows in (1, 2):
+    for rows in (1, lo, hi):
         ids_B_T = torch.randint(vocab, (rows, completion_len), generator=g).to(device)
         batches[rows] = (ids_B_T, torch.ones_like(ids_B_T), torch.linspace(-1.0, 1.0, rows).to(device))
     fb = []
-    for rows in (1, 2):
+    for rows in (lo, hi):
         fb.append(peak_mb_of(lambda: accumulate_grads(model, prompt_ids_T, *batches[rows]), device))  # noqa: B023
         opt.zero_grad(set_to_none=True)
     c = peak_mb_of(lambda: policy_update(model, opt, prompt_ids_T, *batches[1]), device)
-    b = max(fb[1] - fb[0], 1e-9)
-    return fb[0] - b, b, c
+    b = max((fb[1] - fb[0]) / (hi - lo), 1e-9)
+    return fb[0] - lo * b, b, c
 
 
 def default_mem_limit_mb(device: torch.device) -> float:
@@ -170,10 +181,15 @@ def _time_repeat(args, model, tok, opt, prompt_ids_T, R, rep, chunk, pad_id, g, 
     rewards_R = REWARD_LEVELS[torch.randint(len(REWARD_LEVELS), (R,), generator=g)]
     adv_R = group_advantages(rewards_R).to(device)
     _sync(device)
+    if device.type == "cuda":  # the measured peak beside the prediction (free on CUDA, not on CPU)
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     policy_update(model, opt, prompt_ids_T, comp_R_T, mask_R_T, adv_R, micro_batch=min(chunk, R))
     _sync(device)
-    return gen_s, time.perf_counter() - t0, mask_R_T
+    upd_s = time.perf_counter() - t0
+    peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
+    return gen_s, upd_s, mask_R_T, peak
 
 
 def run(args: argparse.Namespace) -> list[dict]:
@@ -223,13 +239,16 @@ def run(args: argparse.Namespace) -> list[dict]:
     )
     rows = []
     for R in args.rollouts:
-        gen_times, upd_times = [], []
+        gen_times, upd_times, peaks = [], [], []
         est = max(a_mb + b_mb * R, c_mb)
         oom = est > limit
         chunk = R if not oom else 2 ** int(math.floor(math.log2(max((limit - a_mb) / b_mb, 1))))
         for rep in range(args.repeats):
-            gen_s, upd_s, mask_R_T = _time_repeat(args, model, tok, opt, prompt_ids_T, R, rep, chunk, pad_id, g, device)
+            gen_s, upd_s, mask_R_T, peak = _time_repeat(
+                args, model, tok, opt, prompt_ids_T, R, rep, chunk, pad_id, g, device
+            )
             upd_times.append(upd_s)
+            peaks.append(peak)
             gen_times.append(gen_s)
         gen_s, upd_s = statistics.median(gen_times), statistics.median(upd_times)
         tokens = int(mask_R_T.sum())
@@ -239,9 +258,11 @@ def run(args: argparse.Namespace) -> list[dict]:
             "update_chunk": min(chunk, R), "est_update_peak_mb": round(est, 4), "gen_tokens_per_s": tokens / gen_s,
             "update_rows_per_s": R / upd_s, "prompt_len": args.prompt_len, "completion_len": args.completion_len,
             "model": args.model, "lora_rank": args.lora_rank, "device": args.device, "dtype": args.dtype,
-            "threads": torch.get_num_threads(),
+            "threads": torch.get_num_threads(), "update_peak_mb": round(max(peaks), 4),
         }  # fmt: skip
         rows.append(row)
+        if args.out is not None:  # after every R: a run stopped part-way keeps the rows it measured
+            write_csv(rows, args.out)
         print(
             f"{R:>5} {gen_s:>8.2f} {tokens:>8} {row['per_token_gen_ms']:>9.3f} {upd_s:>9.2f} {str(oom):>5} "
             f"{row['update_chunk']:>5} {row['step_time_s']:>8.2f}",

@@ -1,0 +1,39 @@
+"""Print the GPU machine's facts that a result needs beside it: GPU, driver, CUDA, library versions."""
+
+import importlib.metadata as md
+import json
+import platform
+import subprocess
+
+import torch
+
+PACKAGES = ["torch", "transformers", "trl", "peft", "accelerate", "datasets", "deepspeed", "bitsandbytes",
+            "math-verify", "numpy", "pandas"]  # fmt: skip
+
+
+def report() -> dict:
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    out["cuda_available"] = torch.cuda.is_available()
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        out.update(gpu=p.name, gpu_mem_gib=round(p.total_memory / 2**30, 1), sms=p.multi_processor_count)
+        out["torch_cuda"] = torch.version.cuda
+        try:
+            smi = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True
+            )
+            out["driver"] = smi.stdout.strip()
+        except OSError:
+            out["driver"] = None
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            versions[name] = None
+    out["packages"] = versions
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(report(), indent=1))
