@@ -576,7 +576,7 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
     if controller.stop_reason is None:
         controller.stop_reason = "data_exhausted"
     if dist.is_main_process:
-        engine = type(getattr(trainer, "model_wrapped", None) or trainer.model).__name__
+        engine = type(trainer.model_wrapped).__name__
         write_summary(logger, cfg, controller, trainer.state.global_step, time.time() - wall0, engine)
     trainer.accelerator.wait_for_everyone()
     return run_dir

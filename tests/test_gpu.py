@@ -39,14 +39,12 @@ ZERO2_1GPU = "experiments/accelerate/zero2_1gpu.yaml"
 
 
 def _pods_batch(vocab: int, n: int = 16, m: int = 4, prompt_len: int = 12, completion_len: int = 24, seed: int = 0):
-    """A PODS update batch on CUDA: n rollouts with graded rewards, the max-variance m kept."""
-    from pods.grpo import pods_advantages
-    from pods.selectors import select
+    """A PODS update batch on CUDA: n rollouts with graded rewards, the max-variance m kept (the memory
+    benchmark's PODS arm)."""
+    from pods.bench.bench_memory import arm_plan
 
     g = torch.Generator().manual_seed(seed)
-    rewards_N = torch.tensor([0.0, 0.5, 1.0, 2.0, 2.5, 3.0])[torch.randint(6, (n,), generator=g)]
-    keep_M = select(rewards_N, m, rule="max_variance")
-    adv_M = pods_advantages(rewards_N, keep_M, normalize="after")
+    _, _, adv_M, keep_M = arm_plan("pods", n, m, g)
     prompt_T = torch.randint(4, vocab, (prompt_len,), generator=g)
     completions_M_T = torch.randint(4, vocab, (n, completion_len), generator=g)[keep_M]
     mask_M_T = torch.ones_like(completions_M_T)

@@ -180,16 +180,20 @@ def _time_repeat(args, model, tok, opt, prompt_ids_T, R, rep, chunk, pad_id, g, 
     )
     rewards_R = REWARD_LEVELS[torch.randint(len(REWARD_LEVELS), (R,), generator=g)]
     adv_R = group_advantages(rewards_R).to(device)
+
+    def update() -> None:
+        policy_update(model, opt, prompt_ids_T, comp_R_T, mask_R_T, adv_R, micro_batch=min(chunk, R))
+
     _sync(device)
-    if device.type == "cuda":  # the measured peak beside the prediction (free on CUDA, not on CPU)
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
-    policy_update(model, opt, prompt_ids_T, comp_R_T, mask_R_T, adv_R, micro_batch=min(chunk, R))
+    # The measured peak beside the prediction: free on CUDA (allocator counters), not on CPU (profiler).
+    if device.type == "cuda":
+        peak = peak_mb_of(update, device)
+    else:
+        update()
+        peak = float("nan")
     _sync(device)
-    upd_s = time.perf_counter() - t0
-    peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device.type == "cuda" else float("nan")
-    return gen_s, upd_s, mask_R_T, peak
+    return gen_s, time.perf_counter() - t0, mask_R_T, peak
 
 
 def run(args: argparse.Namespace) -> list[dict]:
@@ -326,8 +330,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parse_args(argv)
     rows = run(args)
     print(summarize(rows))
-    if args.out is not None:
-        write_csv(rows, args.out)
+    if args.out is not None:  # run() wrote it after every R
         print(f"wrote {args.out}")
     return rows
 
