@@ -342,3 +342,18 @@ def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
     assert sorted(steps.groupby(["setting", "arm"]).size().items()) == [
         (("a", "grpo"), 3), (("a", "pods"), 3), (("e", "grpo_ga"), 3), (("e", "pods"), 3)
     ]  # fmt: skip
+
+
+def test_gpu_env_report_runs_as_a_module_from_the_repository_root():
+    """benchmarks/gpu/checks.sh's first step (`python3 -m benchmarks.gpu.env_report`) on this machine: the
+    versions come from pods.runlog.package_versions, as in every run's config.json meta."""
+    import json
+
+    from pods.runlog import package_versions
+
+    res = subprocess.run([sys.executable, "-m", "benchmarks.gpu.env_report"], cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["cuda_available"] == torch.cuda.is_available()
+    assert report["packages"]["torch"] == package_versions()["torch"]
+    assert set(report["packages"]) >= {"transformers", "trl", "bitsandbytes", "pods"}

@@ -11,7 +11,7 @@ pack() { [ -n "${OUT:-}" ] && tar czf "$OUT/gpu_checks.tgz" --exclude='*/checkpo
 stage() { echo "=== $(date -u +%H:%M:%S) $*"; }
 
 stage env
-python3 benchmarks/gpu/env_report.py | tee $R/env.json
+python3 -m benchmarks.gpu.env_report | tee $R/env.json
 nvidia-smi | tee $R/logs/nvidia-smi.txt | head -15
 
 stage "build tiny:llama-arith_85m on cuda (background)"

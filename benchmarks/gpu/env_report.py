@@ -1,11 +1,15 @@
-"""Print the GPU machine's facts that a result needs beside it: GPU, driver, CUDA, library versions."""
+"""Print the GPU machine's facts that a result needs beside it: GPU, driver, CUDA, library versions.
 
-import importlib.metadata as md
+Run it from the repository root as a module (``python3 -m benchmarks.gpu.env_report``), so that it
+reads the versions with pods.runlog's helper, the one behind every run's config.json meta."""
+
 import json
 import platform
 import subprocess
 
 import torch
+
+from pods.runlog import package_versions
 
 PACKAGES = ["torch", "transformers", "trl", "peft", "accelerate", "datasets", "deepspeed", "bitsandbytes",
             "math-verify", "numpy", "pandas"]  # fmt: skip
@@ -25,13 +29,7 @@ def report() -> dict:
             out["driver"] = smi.stdout.strip()
         except OSError:
             out["driver"] = None
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = md.version(name)
-        except md.PackageNotFoundError:
-            versions[name] = None
-    out["packages"] = versions
+    out["packages"] = package_versions(PACKAGES)
     return out
 
 
