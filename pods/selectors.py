@@ -92,6 +92,8 @@ def _validate(rewards: torch.Tensor, m: int, rule: str) -> torch.Tensor:
             f"rewards must have shape (n,) or (P, n) (P prompt groups of n rollouts), got shape "
             f"{tuple(rewards.shape)}; reshape with rewards.view(P, n)"
         )
+    if rewards.is_meta:
+        raise ValueError("rewards is a 'meta' tensor (shape only, no values); pass the computed rewards")
     if rewards.dtype == torch.bool or rewards.is_complex():
         raise ValueError(f"rewards must be real numbers, got dtype {rewards.dtype}; cast with .float()")
     n = rewards.shape[-1]

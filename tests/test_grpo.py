@@ -44,6 +44,71 @@ def test_pods_advantages_after_vs_before_golden():
         pods_advantages(r, keep, "during")
 
 
+def test_advantage_scales_group_batch_none_golden():
+    # TRL's scale_rewards values: the std of each group (the paper), of the whole batch, or none.
+    r_P_N = torch.tensor([[0.0, 2.0], [1.0, 1.0], [0.0, 4.0]])
+    centred = torch.tensor([[-1.0, 1.0], [0.0, 0.0], [-2.0, 2.0]])
+    assert torch.equal(group_advantages(r_P_N, scale="none"), centred)
+    assert torch.equal(group_advantages(r_P_N, scale=False), centred)
+    batch_std = float(r_P_N.std())  # unbiased, over all 6 rewards
+    torch.testing.assert_close(group_advantages(r_P_N, scale="batch"), centred / (batch_std + 1e-4))
+    assert torch.equal(group_advantages(r_P_N, scale="group"), group_advantages(r_P_N))
+    # pods_advantages: "batch" takes the std of every kept reward (after) or of every reward (before)
+    r = torch.tensor([[0.0, 1.0, 2.0, 3.0], [5.0, 5.0, 6.0, 9.0]])
+    keep = torch.tensor([[0, 3], [1, 3]])
+    kept = r.gather(1, keep)
+    want_after = (kept - kept.mean(1, keepdim=True)) / (kept.std() + 1e-4)
+    want_before = ((r - r.mean(1, keepdim=True)) / (r.std() + 1e-4)).gather(1, keep)
+    torch.testing.assert_close(pods_advantages(r, keep, "after", scale="batch"), want_after)
+    torch.testing.assert_close(pods_advantages(r, keep, "before", scale="batch"), want_before)
+    with pytest.raises(ValueError, match="scale must be one of"):
+        group_advantages(r_P_N, scale="std")
+
+
+def test_advantage_inputs_are_checked():
+    r = torch.tensor([[0.0, 1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="repeats a rollout"):
+        pods_advantages(r, torch.tensor([[3, 3]]))
+    with pytest.raises(ValueError, match=r"outside \[0, 4\)"):
+        pods_advantages(r, torch.tensor([[0, 4]]))
+    with pytest.raises(ValueError, match=r"outside \[0, 4\)"):
+        pods_advantages(r, torch.tensor([[-1, 2]]))
+    with pytest.raises(ValueError, match="integer torch.Tensor"):
+        pods_advantages(r, [[0, 3]])
+    with pytest.raises(ValueError, match="integer torch.Tensor"):
+        pods_advantages(r, torch.tensor([[0.0, 3.0]]))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        pods_advantages(torch.tensor([[0.0, math.nan, 2.0]]), torch.tensor([[0, 2]]))
+    with pytest.raises(ValueError, match="2 group"):
+        pods_advantages(torch.zeros(2, 4), torch.tensor([[0, 1], [0, 1], [0, 1]]))
+    with pytest.raises(ValueError, match="no rollouts"):
+        group_advantages(torch.empty(2, 0))
+    with pytest.raises(ValueError, match="torch.Tensor"):
+        group_advantages([1.0, 2.0])
+    # half precision is computed in float32: a bf16 7.5-8.5 reward would be rounded by ~4e-3
+    r16 = torch.tensor([[7.0, 7.5, 8.0, 8.5]], dtype=torch.bfloat16)
+    adv = group_advantages(r16)
+    assert adv.dtype == torch.float32
+    torch.testing.assert_close(adv.double(), group_advantages(r16.double()), atol=1e-6, rtol=0)
+
+
+def test_policy_loss_shapes_and_clip_range_are_checked():
+    logp = torch.zeros(4, 5, requires_grad=True)
+    mask = torch.ones(4, 5)
+    with pytest.raises(ValueError, match=r"one advantage per completion, shape \(4,\)"):
+        policy_loss(logp, None, torch.ones(1), mask)  # would broadcast one advantage to every row
+    with pytest.raises(ValueError, match=r"one advantage per completion"):
+        policy_loss(logp, None, torch.ones(4, 1), mask)
+    with pytest.raises(ValueError, match="same shape"):
+        policy_loss(logp, None, torch.ones(4), torch.ones(4, 6))
+    with pytest.raises(ValueError, match="old_logp has shape"):
+        policy_loss(logp, torch.zeros(4, 4), torch.ones(4), mask)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        policy_loss(logp, torch.zeros(4, 5), torch.ones(4), mask, epsilon=-0.5)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        policy_loss(logp, torch.zeros(4, 5), torch.ones(4), mask, epsilon_high=-0.1)
+
+
 MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
 
 

@@ -205,6 +205,7 @@ def test_random_is_seeded_uniform_without_replacement():
         (torch.zeros(4), 2, "all", "needs m == n"),
         ([0.0, 1.0], 1, "max_variance", "torch.as_tensor"),
         (torch.zeros(4), 2.0, "max_variance", "Python int"),
+        (torch.zeros(4, device="meta"), 2, "max_variance", "'meta' tensor"),
     ],
 )
 def test_bad_input_raises_helpful_value_error(rewards, m, rule, match):

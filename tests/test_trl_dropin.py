@@ -206,3 +206,102 @@ def test_example_script_trains_one_epoch_open_r1_style(tmp_path, capsys, monkeyp
     card = (out / "README.md").read_text()
     assert "2504.13818" in card
     assert "tiny:llama-arith" in card
+
+
+def _user_trainer(tiny_policy_dir, args, reward_funcs, **pods_kw):
+    from pods.data import load_task
+    from pods.models import load_policy
+
+    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    records = load_task("arith", "train", prompt_style="plain", seed=0)[:N_PROMPTS]
+    trainer = PODSGRPOTrainer(
+        model=model, reward_funcs=reward_funcs, args=args, train_dataset=records_to_dataset(records),
+        processing_class=tok, **pods_kw,
+    )  # fmt: skip
+    trainer.remove_console_callbacks()
+    return trainer
+
+
+def _row_mod3(completions, **_):
+    return [float(i % 3) for i in range(len(completions))]
+
+
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_scale_rewards_scales_the_kept_advantages_as_trl(tiny_policy_dir, tmp_path, scale):
+    # 2 prompt groups of n=8 per step, m=4 kept from each; TRL's scale_rewards on the kept rewards.
+    args = _user_args(
+        tmp_path, num_generations=8, per_device_train_batch_size=16, gradient_accumulation_steps=1, max_steps=1,
+        scale_rewards=scale,
+    )  # fmt: skip
+    trainer = _user_trainer(tiny_policy_dir, args, _row_mod3, pods_m=4)
+    trainer.train()
+    sel = trainer.pods_last_selection
+    kept = sel["rewards_G_N"].gather(1, sel["keep_G_M"])
+    centred = kept - kept.mean(1, keepdim=True)
+    std = {"group": kept.std(1, keepdim=True), "batch": kept.std(), "none": None}[scale]
+    want = centred if std is None else centred / (std + 1e-4)
+    assert kept.std(1).ne(kept.std()).any()  # the two groups differ, so the three scales differ
+    torch.testing.assert_close(sel["adv_G_M"], want)
+
+
+def test_misaligned_generation_runs_no_forward_over_discarded_rollouts(tiny_policy_dir, tmp_path):
+    # steps_per_generation=2 > GA=1: each generation round feeds two optimizer steps, so TRL needs the
+    # old log-probs of the rows the second step trains on; the hook computes them on the kept rows only.
+    args = _user_args(
+        tmp_path, num_generations=8, per_device_train_batch_size=8, gradient_accumulation_steps=1,
+        steps_per_generation=2, max_steps=2,
+    )  # fmt: skip
+    trainer = _user_trainer(tiny_policy_dir, args, _row_mod3, pods_m=4)
+    forwards, losses = [], []
+    logps, compute_loss = trainer._get_per_token_logps_and_entropies, trainer._compute_loss
+
+    def spy_logps(model, ids, *a, **k):
+        forwards.append((ids.shape[0], torch.is_grad_enabled()))
+        return logps(model, ids, *a, **k)
+
+    def spy_loss(model, inputs):
+        losses.append((inputs["completion_ids"].shape[0], inputs.get("old_per_token_logps") is not None))
+        return compute_loss(model, inputs)
+
+    trainer._get_per_token_logps_and_entropies, trainer._compute_loss = spy_logps, spy_loss
+    trainer.train()
+    assert trainer.state.global_step == 2
+    # one round: 2 groups of n=8 generated (16 rows), 2 x 4 = 8 kept; the old log-probs over those 8 only
+    assert [f for f in forwards if not f[1]] == [(8, False)], forwards
+    assert losses == [(4, True), (4, True)], losses
+
+
+def test_keyword_route_gets_the_pods_config_checks(tiny_policy_dir, tmp_path):
+    args = _user_args(tmp_path, max_steps=1)  # a plain GRPOConfig, n = 4
+    for kw, match in (
+        ({"pods_m": 1}, "zero advantage"),
+        ({"pods_m": 2, "pods_rule": "all"}, "pods_rule"),
+        ({"pods_m": 4, "pods_rule": "random"}, "pods_rule"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            _user_trainer(tiny_policy_dir, args, _row_mod3, **kw)
+
+
+def test_none_from_a_reward_function_counts_as_nothing_as_in_trl(tiny_policy_dir, tmp_path):
+    def r_even(completions, **_):  # applies to even rows only (TRL's multi-task convention)
+        return [1.0 if i % 2 == 0 else None for i in range(len(completions))]
+
+    def r_odd(completions, **_):
+        return [None if i % 2 == 0 else float(i % 3) for i in range(len(completions))]
+
+    args = _user_args(tmp_path, num_generations=4, gradient_accumulation_steps=1, max_steps=1)
+    trainer = _user_trainer(tiny_policy_dir, args, [r_even, r_odd], pods_m=2)
+    trainer.train()
+    assert trainer.pods_last_selection["rewards_G_N"].tolist() == [[1.0, 1.0, 1.0, 0.0]]
+
+    from pods.trainer import NonFiniteRewardError
+
+    def r_none_at_2(completions, **_):
+        return [None if i == 2 else 0.5 for i in range(len(completions))]
+
+    trainer = _user_trainer(tiny_policy_dir, args, [r_none_at_2, r_none_at_2], pods_m=2)
+    with pytest.raises(NonFiniteRewardError, match="no reward function scored rollout 2"):
+        trainer.train()
+    trainer = _user_trainer(tiny_policy_dir, args, [r_even, r_odd], pods_m=2, pods_strict_rewards=True)
+    with pytest.raises(NonFiniteRewardError, match=r"'r_odd' returned nan .* rollout 0"):
+        trainer.train()

@@ -63,7 +63,13 @@ Departures from the paper / official code, and choices where the sources are sil
   step and the prompt's global position), so the rollouts do not depend on how prompts are split
   across processes or batched; with one prompt per process (every paper setting) this costs nothing.
 - A non-finite reward (NaN or inf, including ``None`` from a reward function) is an error naming the
-  reward function: the paper's rewards are always finite, so a NaN is a bug to fix, not a signal.
+  reward function in ``pods train`` (``pods_strict_rewards=True``): the paper's rewards are always
+  finite, so a NaN is a bug to fix, not a signal. Built by a TRL user, the trainer follows TRL's
+  multi-task convention instead: ``None`` from one reward function counts as nothing in the row's sum;
+  a row that no function scored is still an error (PODS ranks every rollout; TRL gives such rows a
+  zero advantage).
+- ``GRPOConfig.scale_rewards`` ("group", "batch", "none") scales the recomputed advantages as it does
+  TRL's: by the std of each kept group (the paper), of all kept rewards of the batch, or not at all.
 - With ``aggregation: token`` and GA > 1, TRL shuffles kept rows across the GA micro-batches before
   the per-micro-batch token normalisation; the authors' code kept one group per micro-batch. The
   sequence aggregation (the paper's formula) is unaffected.
@@ -75,7 +81,8 @@ Departures from the paper / official code, and choices where the sources are sil
   training prompts (where training then stops); a constant schedule runs until the time budget.
 - No forward pass runs over rollouts that PODS discards (the authors' code computed the reference
   log-probs on the m kept rows only): TRL's no-grad forwards (reference log-probs when ``beta != 0``;
-  old log-probs and the vLLM importance-sampling ratio when ``rollout.vllm_is_correction`` is on) are
+  old log-probs and the vLLM importance-sampling ratio when ``rollout.vllm_is_correction`` is on; old
+  log-probs when ``gradient_accumulation_steps`` is not a multiple of ``steps_per_generation``) are
   switched off for the duration of TRL's scoring and run by :meth:`PODSGRPOTrainer._pods_kept_forwards`
   on the kept rows after down-sampling. The importance-sampling correction is off by default (the
   authors' code has no such term; TRL 1.16 turns it on for vLLM). Padding columns of the dropped rows

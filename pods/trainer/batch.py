@@ -79,9 +79,19 @@ def check_finite_rewards(
     func_names: Sequence[str],
     completions: Sequence[Any] | None = None,
     row_offset: int = 0,
+    strict: bool = True,
 ) -> None:
-    """Raise :class:`NonFiniteRewardError` naming the reward function and row of the first NaN/inf."""
-    bad = ~torch.isfinite(rewards_per_func_B_F)
+    """Raise :class:`NonFiniteRewardError` naming the reward function and row of the first bad reward.
+
+    ``strict`` (what ``pods train`` uses: its reward functions score every completion): any NaN or inf
+    is an error. ``strict=False`` follows TRL's multi-task convention: a reward function may return
+    ``None`` (NaN here) for a completion it does not apply to, and the row's reward is the sum of the
+    others; inf, and a row that no reward function scored (PODS needs a reward to rank every
+    rollout), are still errors.
+    """
+    inf = torch.isinf(rewards_per_func_B_F)
+    nan = torch.isnan(rewards_per_func_B_F)
+    bad = inf | nan if strict else inf | (nan & nan.all(dim=1, keepdim=True))
     if not bad.any():
         return
     row, col = (int(i) for i in bad.nonzero()[0])
@@ -92,6 +102,12 @@ def check_finite_rewards(
         comp = completions[local]
         comp = comp[-1]["content"] if isinstance(comp, list) and comp and isinstance(comp[-1], dict) else comp
         text = f" (completion starts {str(comp)[:80]!r})"
+    if not strict and not inf[row, col]:
+        raise NonFiniteRewardError(
+            f"no reward function scored rollout {row} of the batch{text}: every one returned None (or NaN), "
+            f"{int(nan.all(dim=1).sum())} such rollout(s) in total. PODS ranks every rollout by its reward, so "
+            "at least one reward function must return a finite float for each completion."
+        )
     raise NonFiniteRewardError(
         f"reward function {func_names[col]!r} returned {value} (NaN also stands for None) for rollout {row} of "
         f"the batch{text}; {int(bad.sum())} non-finite value(s) in total. Reward functions must return a finite "

@@ -49,6 +49,16 @@ TRL_SOURCE_FACTS: tuple[tuple[str, str, str], ...] = (
         "self.use_vllm and self.vllm_importance_sampling_correction",
         "old log-probs / IS ratio are gated on self.vllm_importance_sampling_correction",
     ),
+    (
+        "_generate_and_score_completions",
+        "if self.args.gradient_accumulation_steps % generate_every != 0",
+        "off-policy old log-probs are gated on args.steps_per_generation, swapped out while TRL scores",
+    ),
+    (
+        "_generate_and_score_completions",
+        "self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)",
+        "a reward function's None for a row counts as nothing in the summed reward (PODS sums the same way)",
+    ),
     ("__init__", "temperature=self.temperature", "the fused LM head bakes the sampling temperature in at init"),
     ("_prepare_inputs", "shuffle_sequence_dict(generation_batch)", "rows are shuffled across micro-batches there"),
 )

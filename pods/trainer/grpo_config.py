@@ -226,4 +226,5 @@ def pods_trainer_kwargs(cfg: TrainConfig, max_steps: int, scheduler_steps: int |
         "pods_logprob_temperature": cfg.optim.logprob_temperature,
         "pods_keep_groups": cfg.optim.aggregation == "token_group",
         "pods_fast_decode": cfg.rollout.fast_decode,
+        "pods_strict_rewards": True,  # the run's reward functions score every completion: a NaN is a bug
     }

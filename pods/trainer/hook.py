@@ -7,6 +7,7 @@ differs from vanilla GRPO, and why, is that package's docstring.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -71,6 +72,9 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_seeded_generation: sample each prompt group under its own seed (HF backend only).
         pods_fast_decode: sample with :mod:`pods.fastgen` where it covers the model and the sampling settings
             (token-identical to ``generate``; the seeded prompt groups in one batched call); evaluation too.
+        pods_strict_rewards: False (default, TRL's convention): a reward function may return ``None`` for
+            a completion it does not apply to, and the row's reward is the sum of the others; True (what
+            ``pods train`` uses): any ``None``/NaN is an error. inf, and a row no function scored, always are.
         pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
         pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
         pods_base_model: the base model's name for the model card (default: the model config's
@@ -101,6 +105,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_logprob_temperature: str = "sampling",
         pods_keep_groups: bool = False,
         pods_fast_decode: bool = False,
+        pods_strict_rewards: bool = False,
         **kwargs: Any,
     ):
         check_trl_compat()
@@ -113,6 +118,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         self.pods_keep_groups = bool(pods_keep_groups)
         self.pods_seeded_generation = pods_seeded_generation
         self.pods_fast_decode = bool(pods_fast_decode)
+        self.pods_strict_rewards = bool(pods_strict_rewards)
         self.pods_scheduler_steps = pods_scheduler_steps
         self.pods_base_model = pods_base_model
         self._pods_rewards_per_func: torch.Tensor | None = None
@@ -244,6 +250,7 @@ class PODSGRPOTrainer(GRPOTrainer):
             self.reward_func_names,
             completions,
             row_offset=self.accelerator.process_index * len(prompts),
+            strict=self.pods_strict_rewards,
         )
         self._pods_rewards_per_func = rewards_per_func
         self.pods_timing["reward_s"] += time.perf_counter() - t0
@@ -268,14 +275,18 @@ class PODSGRPOTrainer(GRPOTrainer):
         if not self.model.training:
             return super()._generate_and_score_completions(inputs)
         # PODS: no forward over rollouts that are about to be dropped. TRL's no-grad forwards (reference
-        # log-probs, vLLM old log-probs / IS ratio) are switched off while it generates and scores, and run
-        # on the kept rows below (_pods_kept_forwards).
-        beta, is_correction = self.beta, self.vllm_importance_sampling_correction
+        # log-probs; old log-probs for the vLLM IS ratio, or because generation and optimizer steps are
+        # misaligned, gradient_accumulation_steps % steps_per_generation != 0) are switched off while it
+        # generates and scores, and run on the kept rows below (_pods_kept_forwards). TRL reads
+        # args.steps_per_generation in that function only for that decision (TRL_SOURCE_FACTS).
+        beta, is_correction, args = self.beta, self.vllm_importance_sampling_correction, self.args
         self.beta, self.vllm_importance_sampling_correction = 0.0, False
+        self.args = copy.copy(args)
+        self.args.steps_per_generation = 1
         try:
             batch = super()._generate_and_score_completions(inputs)
         finally:
-            self.beta, self.vllm_importance_sampling_correction = beta, is_correction
+            self.beta, self.vllm_importance_sampling_correction, self.args = beta, is_correction, args
         rewards_per_func = self._pods_rewards_per_func
         if rewards_per_func is None:
             raise TRLCompatError(
@@ -284,15 +295,18 @@ class PODSGRPOTrainer(GRPOTrainer):
             )
         n, m = self.num_generations, self.pods_m
         device = batch["completion_ids"].device
-        # PODS: the weighted sum of the reward functions, exactly TRL's "sum_then_normalize" reward.
-        rewards_B = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).sum(dim=1)
+        # PODS: the weighted sum of the reward functions, exactly TRL's "sum_then_normalize" reward (nansum:
+        # a function's None for a row it does not apply to counts as nothing, as in TRL).
+        rewards_B = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
         if rewards_B.numel() % n:
             raise TRLCompatError(f"gathered {rewards_B.numel()} rewards, not a multiple of the group size n={n}")
         rewards_G_N = rewards_B.detach().to("cpu", torch.float64).view(-1, n)  # all processes' groups, in order
         # PODS: select per prompt group on the gathered rewards (identical on every process).
         gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, 0x5E1))
         keep_G_M = select(rewards_G_N, m, rule=self.pods_rule, generator=gen)
-        adv_G_M = pods_advantages(rewards_G_N, keep_G_M, normalize=self.pods_normalize, eps=ADV_EPS)
+        adv_G_M = pods_advantages(
+            rewards_G_N, keep_G_M, normalize=self.pods_normalize, eps=ADV_EPS, scale=self.args.scale_rewards
+        )
         local_rows = batch["completion_ids"].shape[0]
         if local_rows % n:
             raise ValueError(f"this process holds {local_rows} rollouts, not whole groups of n={n}")
@@ -334,22 +348,26 @@ class PODSGRPOTrainer(GRPOTrainer):
     def _pods_kept_forwards(self, kept: dict) -> None:
         """The no-grad forwards TRL would have run over all n rollouts, on the kept rows only (in place).
 
-        Reference log-probs when ``beta != 0`` (as the authors' code: m rows per group); with vLLM and the
-        importance-sampling correction on, the current policy's log-probs and TRL's truncated/masked ratio
+        Reference log-probs when ``beta != 0`` (as the authors' code: m rows per group); the current
+        policy's (old) log-probs when these rows will be trained on after a later optimizer step
+        (``gradient_accumulation_steps`` not a multiple of ``steps_per_generation``, TRL's rule) or for
+        the vLLM importance-sampling correction, and then TRL's truncated/masked ratio
         exp(logp_train - logp_vLLM), per token or per sequence as ``vllm_importance_sampling_mode`` says.
         """
         use_is = bool(self.use_vllm and self.vllm_importance_sampling_correction)
-        if self.beta == 0.0 and not use_is:
+        off_policy = self.args.gradient_accumulation_steps % (self.args.steps_per_generation * self.num_iterations) != 0
+        if self.beta == 0.0 and not (use_is or off_policy):
             return
         ids = torch.cat([kept["prompt_ids"], kept["completion_ids"]], dim=1)
         mask = torch.cat([kept["prompt_mask"], kept["completion_mask"]], dim=1)
         width = kept["completion_ids"].size(1)
         chunk = self.args.per_device_train_batch_size
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-            if use_is:
+            if use_is or off_policy:
                 old_logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width, chunk)
                 kept["old_per_token_logps"] = old_logps
-                kept["importance_sampling_ratio"] = self._pods_is_ratio(kept, old_logps)
+                if use_is:
+                    kept["importance_sampling_ratio"] = self._pods_is_ratio(kept, old_logps)
             if self.beta != 0.0:
                 if self.ref_model is not None:
                     ref, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, mask, width, chunk)

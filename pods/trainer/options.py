@@ -47,25 +47,31 @@ class PODSConfig(GRPOConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from pods.registry import RULES, RuleError, check_rule
-
         if self.pods_m is None:
             raise ValueError(
                 "PODSConfig needs pods_m, the rollouts kept per prompt (2 <= pods_m <= num_generations="
                 f"{self.num_generations}); pods_m == num_generations is vanilla GRPO"
             )
-        try:
-            check_rule(self.pods_rule, self.num_generations, self.pods_m, RULES)
-        except RuleError as err:
-            names = {"rollout.n": "num_generations", "rollout.m": "pods_m", "rollout.rule": "pods_rule"}
-            msg = f"{err.problem}; fix: {err.fix}"
-            for old, new in names.items():
-                msg = msg.replace(old, new)
-            raise ValueError(f"PODSConfig: {names.get(err.key, err.key)}: {msg}") from None
+        _check_rule("PODSConfig", self.pods_rule, self.num_generations, self.pods_m)
         if self.pods_normalize not in ("after", "before"):
             raise ValueError(
                 f"PODSConfig: pods_normalize={self.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)"
             )
+
+
+def _check_rule(who: str, rule: Any, n: int, m: Any) -> None:
+    """:func:`pods.registry.check_rule` (m >= 2, m <= n, the rule's own needs) in the trainer's names."""
+    from pods.registry import RuleError
+    from pods.selectors import check_rule  # the live registry: rules added with register_selector count
+
+    try:
+        check_rule(rule, n, m)
+    except RuleError as err:
+        names = {"rollout.n": "num_generations", "rollout.m": "pods_m", "rollout.rule": "pods_rule"}
+        msg = f"{err.problem}; fix: {err.fix}"
+        for old, new in names.items():
+            msg = msg.replace(old, new)
+        raise ValueError(f"{who}: {names.get(err.key, err.key)}: {msg}") from None
 
 
 def _pods_option(args: Any, name: str, given: Any, default: Any) -> Any:
@@ -94,14 +100,15 @@ def _pods_option(args: Any, name: str, given: Any, default: Any) -> Any:
 
 def _check_pods_geometry(tr: Any) -> None:
     """Raise ValueError, naming the GRPOConfig field to change, if the batch cannot be down-sampled."""
-    from pods.selectors import RULES
+    from pods.grpo import SCALES
 
     a = tr.args
     n, m, ga, spg = tr.num_generations, tr.pods_m, a.gradient_accumulation_steps, a.steps_per_generation
     if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= n:
-        raise ValueError(f"pods_m={m!r} must be an integer between 1 and num_generations={n}; m == n is vanilla GRPO")
-    if tr.pods_rule not in RULES:
-        raise ValueError(f"pods_rule={tr.pods_rule!r} is not a down-sampling rule; use one of {', '.join(RULES)}")
+        raise ValueError(f"pods_m={m!r} must be an integer between 2 and num_generations={n}; m == n is vanilla GRPO")
+    _check_rule("PODSGRPOTrainer", tr.pods_rule, n, m)  # the keyword route gets PODSConfig's checks
+    if a.scale_rewards not in SCALES:
+        raise ValueError(f"scale_rewards={a.scale_rewards!r}: use one of {', '.join(SCALES)} (TRL's values)")
     if tr.pods_normalize not in ("after", "before"):
         raise ValueError(f"pods_normalize={tr.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)")
     local_rows = a.per_device_train_batch_size * spg  # rows one process generates per round
