@@ -288,11 +288,26 @@ def _collect(
         r, s = _one_run(d, letters, roles)
         rows += r
         step_rows.append(s)
+    _refuse_duplicate_seeds(step_rows)
     if not rows:
         raise AnalysisInputError(f"every eval.jsonl under {root} is empty: {how}")
     steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
     steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
     return _tidy(pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)), steps
+
+
+def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
+    """AnalysisInputError if two run directories are the same arm and seed: their curves would be merged."""
+    seen: dict[tuple, str | None] = {}
+    key_cols = ("setting", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed")
+    for row in step_rows:
+        key = tuple(row.get(k) for k in key_cols)
+        if key in seen:
+            raise AnalysisInputError(
+                f"{seen[key]} and {row.get('source')} are the same arm and seed ({dict(zip(key_cols, key, strict=True))}); their "
+                "curves would be averaged as one run. Fix: pass only one of them (--run-dirs), or move the other out"
+            )
+        seen[key] = row.get("source")
 
 
 def load_runs(
@@ -331,6 +346,28 @@ def _parse_letters(text: str | None) -> dict[str, str]:
             )
         out[name.strip()] = letter
     return out
+
+
+def _threshold_arg(text: str) -> float:
+    """A number in (0, 1] (argparse type of --threshold)."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction in (0, 1], e.g. 0.99 (the paper's)")
+    return x
+
+
+def _n_boot_arg(text: str) -> int:
+    """A whole number >= 1 (argparse type of --n-boot)."""
+    try:
+        x = int(text)
+    except ValueError:
+        x = 0
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1, e.g. 2000")
+    return x
 
 
 def _floats(text: str) -> list[float]:
@@ -403,13 +440,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         if q.prog.endswith(("released", "time-to-peak")):
             q.add_argument(
                 "--threshold",
-                type=float,
+                type=_threshold_arg,
                 default=DEFAULT_THRESHOLD,
                 help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
                 f"(default {DEFAULT_THRESHOLD})",
             )
         if q.prog.endswith(("released", "time-to-peak", "plateau", "levels")):
-            q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples over seeds (default 2000)")
+            q.add_argument(
+                "--n-boot", type=_n_boot_arg, default=2000, help="bootstrap resamples over seeds (default 2000)"
+            )
             q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     return ap
 

@@ -46,7 +46,8 @@ from pods.config import (
     to_dict,
     validate,
 )
-from pods.runlog import DiskWriteError, RunDirError
+from pods.data import DataError
+from pods.runlog import DiskWriteError, RunDirError, RunLogger
 
 BENCH_DIR = Path(__file__).resolve().parent / "bench"  # in the package: works from a wheel too
 
@@ -187,10 +188,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             f"{run_dir} has no config.json, so it is not a run directory. Fix: pass a directory "
             "written by `pods train` (results/runs/{setting}/{run_name}/seed~{seed})"
         )
-    try:
-        raw = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{cfg_path} is not valid JSON ({e}). Fix: rerun `pods train` for this run") from None
+    raw = {k: v for k, v in (RunLogger(run_dir).read_config() or {}).items() if k != "meta"}  # names damage
     # Check the overrides (and that this machine can run the result) before loading any model.
     cfg = apply_overrides(from_dict(raw), args.overrides)
     validate(cfg)
@@ -270,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except (UsageError, RunDirError) as e:
         print(f"pods: {_one_paragraph(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except DataError as e:  # a task file or data option the run cannot use; the message says the fix
+        print(f"pods: data error: {_one_paragraph(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except DiskWriteError as e:  # the message says what and where; a traceback would bury it
         print(f"pods: {_one_paragraph(e)}", file=sys.stderr)

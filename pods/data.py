@@ -326,14 +326,23 @@ def _read_jsonl(path: Path) -> list[dict]:
             "see the pods.data docstring for the expected fields."
         )
     rows = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno} is not valid JSON ({e}); each line must be one object") from e
+    try:
+        with path.open(encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f"{path}:{lineno} is not valid JSON ({e}); each line must be one object") from e
+                if not isinstance(row, dict):
+                    raise DataError(
+                        f"{path}:{lineno} is a JSON {type(row).__name__}, not an object; each line must be one "
+                        'object such as {"question": ..., "answer": ...}'
+                    )
+                rows.append(row)
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path} is not UTF-8 text ({e}); save it as UTF-8 JSON lines") from None
     return rows
 
 
@@ -353,7 +362,9 @@ def _load_hub(task: str, split: str, loader: Callable[[], list[dict]], hub_id: s
 def _require(row: dict, keys: tuple[str, ...], where: str) -> str:
     for k in keys:
         if row.get(k) is not None:
-            return row[k]
+            if not isinstance(row[k], (str, int)) or isinstance(row[k], bool):
+                raise DataError(f"{where}: field {k!r} is a {type(row[k]).__name__}; write it as a string")
+            return row[k] if k == "answer" else str(row[k])
     raise DataError(f"{where}: missing field {' or '.join(map(repr, keys))} (has {sorted(row)})")
 
 
@@ -557,16 +568,42 @@ def load_task(
         records = _load_real(name, split, path, math_gold)
     if not records:
         raise DataError(f"task {name!r} split {split!r} has no usable records (source: {path or 'default'})")
+    _check_golds(records, name, path)
 
     out = []
+    too_long = 0
     for r in records:
         prompt = make_prompt(r["question"], prompt_style)
         if max_prompt_length is not None and prompt_length(prompt, tokenizer) > max_prompt_length:
+            too_long += 1
             continue
         out.append({"prompt": prompt, **r})
         if limit is not None and len(out) >= limit:
             break
+    if not out:
+        raise DataError(
+            f"every prompt of task {name!r} split {split!r} is longer than task.max_prompt_length={max_prompt_length} "
+            f"tokens ({too_long} of {len(records)} read); raise task.max_prompt_length (or set it to null)"
+        )
+    if too_long:
+        print(
+            f"[pods] task {name!r} {split}: task.max_prompt_length={max_prompt_length} dropped {too_long} prompt(s) "
+            f"longer than that (kept {len(out)}{' up to the limit' if limit is not None and len(out) >= limit else ''})",
+            file=sys.stderr,
+        )
     return out
+
+
+def _check_golds(records: list[dict], task: str, path: str | Path | None) -> None:
+    """DataError at load time for a gold answer the task's scorer cannot read (else the first training step
+    would fail, after the step-0 evaluation)."""
+    from pods.rewards import extract_gold
+
+    for i, r in enumerate(records):
+        try:
+            extract_gold(r["answer"], task)
+        except (TypeError, ValueError) as e:
+            raise DataError(f"{path or f'task {task!r}'} record {i}: {e}") from None
 
 
 def main(argv: list[str]) -> None:

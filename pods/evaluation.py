@@ -14,7 +14,6 @@ evaluation's seeding blocks, so results depend on it.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ import torch
 
 from pods import fastgen
 from pods.config import TrainConfig
-from pods.runlog import RunLogger
+from pods.runlog import RunLogger, final_missing_message
 
 __all__ = [
     "EVAL_BATCH_ROWS",
@@ -337,8 +336,10 @@ def evaluate(run_dir: str | os.PathLike, overrides: Sequence[str] = ()) -> dict:
         raise FileNotFoundError(f"{cfg_path} not found: pass the directory of a run made by `pods train`")
     final = run_dir / "final"
     if not final.exists():
+        if (run_dir / "summary.json").exists():
+            raise FileNotFoundError(final_missing_message(run_dir))
         raise FileNotFoundError(f"{final} not found: the run has not finished; rerun `pods train` to complete it")
-    raw = {k: v for k, v in json.loads(cfg_path.read_text()).items() if k != "meta"}
+    raw = {k: v for k, v in (RunLogger(run_dir).read_config() or {}).items() if k != "meta"}
     cfg = from_dict(raw)
     if overrides:
         cfg = from_dict(apply_overrides(to_dict(cfg), list(overrides)))

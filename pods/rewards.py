@@ -38,8 +38,10 @@ Accuracy (1.0/0.0). The "answer block" is the text after the LAST ``<answer>`` u
   ``\\textbf{}`` or ``**..**``, must be one of: ``B``; ``B`` then a newline and anything;
   ``(B)``, ``[B]``, ``B.``, ``B)``, ``B:`` optionally followed by one of ``.,;:`` and then by
   whitespace and anything (``B) 42``, ``(B). Because ...``). Case-insensitive. Not accepted:
-  ``Answer: B``, ``B 42`` (a leading article "A reaction ..." must not count as "A"), ``AB``.
-  No answer block: 0.
+  ``Answer: B``, ``B 42`` (a leading article "A reaction ..." must not count as "A"), ``AB``, and a
+  hedge: another option right after it (``(B) (C)``, ``B, C``, ``B/C``, ``(B) and (C)``) or
+  ``or C`` anywhere after it (``B) or C``); one answer is asked for. An explanation naming another
+  option (``(B). Not (C), since ...``) is no hedge. No answer block: 0.
 - integer tasks: the stripped answer block must be exactly ``[+-]?[0-9]+`` (ASCII digits; leading
   zeros allowed) and equal the gold as an integer (compared as canonical strings, never ``int()``,
   so 10^6-digit blocks cost microseconds). Not accepted: ``85.``, ``85.0``, ``1,000``,
@@ -323,11 +325,28 @@ def _unwrap(s: str) -> str:
     return s
 
 
+# A hedge: another option right after the answer's own ("(B) (C)", "B, C", "B/C", "(B) or (C)", "B and C"),
+# or "or C" anywhere after it. An explanation that names another option ("(B). Not (C), since ...") is not one.
+_NEXT_OPTION_RE = re.compile(
+    r"\s*[,;/&]?\s*(?:(?:or|and)\s+)?(?:\(([A-D])\)|\[([A-D])\]|([A-D])(?=[.):,;/]|\s*$))", re.IGNORECASE | re.ASCII
+)
+_OR_OPTION_RE = re.compile(r"\bor\s+[(\[]?([A-D])\b", re.IGNORECASE | re.ASCII)
+_MARKER_TAIL_RE = re.compile(r"[)\]]?[.):]?[.,;:]?")
+
+
 def _letter_of(block: str) -> str | None:
-    m = _LETTER_RE.fullmatch(_unwrap(block))
+    text = _unwrap(block)
+    m = _LETTER_RE.fullmatch(text)
     if m is None:
         return None
-    return next(g for g in m.groups() if g).upper()
+    group = next(i for i, g in enumerate(m.groups(), 1) if g)
+    letter = m.group(group).upper()
+    rest = text[m.end(group) :]
+    rest = rest[_MARKER_TAIL_RE.match(rest).end() :]  # the answer's own ")", "]", "." ...
+    others = [_NEXT_OPTION_RE.match(rest), *_OR_OPTION_RE.finditer(rest)]
+    if any(o is not None and next(g for g in o.groups() if g).upper() != letter for o in others):
+        return None  # a hedge between options answers none of them
+    return letter
 
 
 def _letter_accuracy(text: str, gold: str) -> float:

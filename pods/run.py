@@ -56,6 +56,7 @@ from pods.runlog import (
     RunDirError,
     RunLogger,
     atomic_write_json,
+    final_missing_message,
     jsonable,
     peak_memory_mb,
     prune_checkpoints,
@@ -390,18 +391,15 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
     """Check the run directory against ``cfg`` and cut its logs back to the newest complete checkpoint
     (or empty them); returns ``(checkpoint or None, its state)``."""
     run_dir = logger.run_dir
-    cfg_dict = to_dict(cfg)
-    old = logger.read_config()
-    if old is not None:
-        # Where the directory lies is not part of the run: a run copied or moved elsewhere resumes there.
-        old = {k: v for k, v in old.items() if k not in ("meta", "out_dir")}
-        old.setdefault("trl", {})  # written before the trl: section existed: the same run
-        new = {k: v for k, v in cfg_dict.items() if k != "out_dir"}
-        if jsonable(old) != jsonable(new):
-            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if not check_same_config(cfg, logger):
+        # No config.json: nothing here may belong to another run, or it would be resumed or emptied blindly.
+        found = [p.name for p in (logger.metrics_path, logger.eval_path) if p.is_file() and p.stat().st_size]
+        found += [f"checkpoints/{d.name}" for d in sorted((run_dir / "checkpoints").glob("checkpoint-*"))]
+        if found:
             raise RunDirError(
-                f"{run_dir} holds a run with a different config (sections differ: {diff}); choose another out_dir "
-                "or delete that directory to start over"
+                f"{run_dir} has no config.json but holds {', '.join(found)}: it cannot tell which config those "
+                "belong to, and resuming or emptying them under this one could mix two runs or lose data. Fix: "
+                "choose another out_dir, restore that run's config.json, or delete the directory to start over"
             )
     ckpt_root = run_dir / "checkpoints"
     ckpt, state = resumable_checkpoint(ckpt_root, dist.num_processes)  # refuses a damaged one, naming it
@@ -412,6 +410,25 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
         logger.truncate(None if ckpt is None else state["offsets"])
     dist.wait_for_everyone()
     return ckpt, state
+
+
+def check_same_config(cfg: TrainConfig, logger: RunLogger) -> bool:
+    """True if the run directory's config.json is ``cfg`` (False: there is none); :class:`RunDirError`
+    naming the sections that differ otherwise. ``out_dir`` and ``meta`` do not count: a run copied or
+    moved elsewhere resumes there."""
+    old = logger.read_config()
+    if old is None:
+        return False
+    old = {k: v for k, v in old.items() if k not in ("meta", "out_dir")}
+    old.setdefault("trl", {})  # written before the trl: section existed: the same run
+    new = {k: v for k, v in to_dict(cfg).items() if k != "out_dir"}
+    if jsonable(old) != jsonable(new):
+        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        raise RunDirError(
+            f"{logger.run_dir} holds a run with a different config (sections differ: {diff}); choose another "
+            "out_dir or delete that directory to start over"
+        )
+    return True
 
 
 def build_run(
@@ -562,7 +579,10 @@ def train(cfg: TrainConfig) -> Path:
 def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool) -> Path:
     run_dir = logger.run_dir
     if logger.finished:
+        check_same_config(cfg, logger)  # a finished run with another config is not this run either
         summary = logger.check_finished(summary_identity(cfg))  # names a damaged file
+        if not (run_dir / "final").is_dir():
+            raise RunDirError(final_missing_message(run_dir))
         if dist.is_main_process:
             print(f"[pods] {run_dir} already finished ({summary['steps']} steps); not rerunning", file=sys.stderr)
         return run_dir

@@ -45,6 +45,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,9 @@ __all__ = [
     "RunDirError",
     "RunLogger",
     "atomic_write_json",
+    "checkpoint_unreadable",
     "cpu_info",
+    "final_missing_message",
     "git_commit",
     "jsonable",
     "latest_checkpoint",
@@ -185,6 +188,7 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it 0600; a results file is read by others
             with os.fdopen(fd, "w") as f:
                 f.write(text)
                 f.flush()
@@ -193,6 +197,31 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _prefix_damage(path: Path, size: int) -> str | None:
+    """Why the first ``size`` bytes of a JSONL log are not the whole lines a checkpoint recorded (None: they are)."""
+    have = path.stat().st_size
+    if have < size:
+        return f"it has {have} bytes but the checkpoint recorded {size}"
+    with open(path, "rb") as f:
+        head = f.read(size)
+    if size and not head.endswith(b"\n"):
+        return f"byte {size}, where the checkpoint's lines end, is not the end of a line"
+    for i, line in enumerate(head.split(b"\n")[:-1], 1):
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            return f"line {i} is not JSON ({e})"
+        if not isinstance(row, dict):
+            return f"line {i} is not a JSON object"
+    return None
 
 
 def read_jsonl(path: str | os.PathLike, allow_partial_tail: bool = False) -> list[dict]:
@@ -354,9 +383,20 @@ class RunLogger:
             atomic_write_json(self.config_path, {**config, "meta": meta or {}})
 
     def read_config(self) -> dict | None:
+        """config.json, parsed (None: there is none); :class:`RunDirError` naming it if it is damaged."""
         if not self.config_path.exists():
             return None
-        return json.loads(self.config_path.read_text())
+        try:
+            config = json.loads(self.config_path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            config = e
+        if not isinstance(config, dict):
+            raise RunDirError(
+                f"{self.config_path} is damaged ({config if isinstance(config, Exception) else 'not an object'}): "
+                "the run's settings cannot be read, so it can be neither resumed nor evaluated. Fix: restore it, "
+                "or delete the run directory and rerun"
+            )
+        return config
 
     def _append(self, path: Path, row: dict) -> None:
         if not self.enabled:
@@ -396,7 +436,8 @@ class RunLogger:
         """Cut metrics.jsonl / eval.jsonl back to ``offsets`` (None: empty them), dropping re-run lines."""
         if not self.enabled:
             return
-        for name in (METRICS, EVAL):
+        cuts = []
+        for name in (METRICS, EVAL):  # check both logs before cutting either: an error loses nothing
             path = self.run_dir / name
             size = 0 if offsets is None else int(offsets.get(name, 0))
             if not path.exists():
@@ -406,12 +447,14 @@ class RunLogger:
                         "delete the run directory to start over"
                     )
                 continue
-            if path.stat().st_size < size:
+            damage = _prefix_damage(path, size)
+            if damage:
                 raise RunDirError(
-                    f"{path} is damaged: it has {path.stat().st_size} bytes but the checkpoint recorded {size} (the "
-                    "log was cut, edited or replaced after the checkpoint). Fix: restore it, or delete the run "
-                    "directory to start over"
+                    f"{path} is damaged: {damage} (the log was cut, edited or replaced after the checkpoint). Fix: "
+                    "restore it, or delete the run directory to start over"
                 )
+            cuts.append((path, size))
+        for path, size in cuts:
             with writing(path), open(path, "r+") as f:
                 f.truncate(size)
 
@@ -477,6 +520,15 @@ class RunLogger:
 # ------------------------------------------------------------------------------------------------
 # Checkpoints of a run directory
 # ------------------------------------------------------------------------------------------------
+def final_missing_message(run_dir: Path) -> str:
+    """What to do about a finished run (summary.json) whose final policy folder is gone."""
+    return (
+        f"{run_dir} finished (summary.json) but its final policy {run_dir / 'final'} is missing. Fix: delete "
+        f"{run_dir / 'summary.json'} and rerun the same `pods train`: it goes on from the last checkpoint (the step "
+        "budget makes that the same run) and saves the final policy again"
+    )
+
+
 def latest_checkpoint(ckpt_root: str | os.PathLike) -> tuple[Path | None, dict | None]:
     """The newest *complete* checkpoint under ``ckpt_root`` (one holding pods_state.json) and its state."""
     root = Path(ckpt_root)
@@ -525,6 +577,29 @@ def checkpoint_missing(ckpt: Path, num_processes: int) -> list[str]:
     return missing + [name for name in rng if not ok(name)]
 
 
+def checkpoint_unreadable(ckpt: Path) -> list[str]:
+    """Files of ``ckpt`` that are present but cut or garbled (cheap checks: JSON parses, the safetensors
+    header reads, torch's zip archives are complete), each with the reason; none: it looks readable."""
+    bad = []
+    for path in sorted(ckpt.glob("*.json")):
+        try:
+            json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            bad.append(f"{path.name} ({e})")
+    for path in sorted(ckpt.glob("*.safetensors")):
+        try:
+            from safetensors import safe_open
+
+            with safe_open(str(path), framework="pt") as f:
+                f.keys()
+        except Exception as e:  # safetensors raises its own SafetensorError for a cut header
+            bad.append(f"{path.name} ({type(e).__name__}: {e})")
+    for path in sorted([*ckpt.glob("*.pt"), *ckpt.glob("*.pth"), *ckpt.glob("*.bin")]):
+        if not zipfile.is_zipfile(path):  # torch.save's format since 1.6: a zip archive, its directory at the end
+            bad.append(f"{path.name} (not a complete torch archive)")
+    return bad
+
+
 def resumable_checkpoint(ckpt_root: str | os.PathLike, num_processes: int) -> tuple[Path | None, dict | None]:
     """The newest checkpoint marked complete (pods_state.json) that holds every file a resume needs.
 
@@ -552,12 +627,16 @@ def resumable_checkpoint(ckpt_root: str | os.PathLike, num_processes: int) -> tu
         if missing:
             damaged.append(f"{d} lacks {', '.join(missing)}")
             continue
+        unreadable = checkpoint_unreadable(d)
+        if unreadable:
+            damaged.append(f"{d} has unreadable {', '.join(unreadable)}")
+            continue
         if damaged:
             print(f"[pods] skipping damaged checkpoint(s): {'; '.join(damaged)}; resuming from {d}", file=sys.stderr)
         return d, state
     if damaged:
         raise RunDirError(
             f"no complete checkpoint to resume from: {'; '.join(damaged)}. Resuming without it would not reproduce "
-            f"the run. Fix: restore the missing files, or delete the run directory {root.parent} to start over"
+            f"the run. Fix: restore the missing or damaged files, or delete the run directory {root.parent} to start over"
         )
     return None, None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -106,6 +107,34 @@ def test_broken_run_config_and_eval_rows_name_the_file(tmp_path):
     (d / "eval.jsonl").write_text('{"step": 1, "time_s": 3.0, "accuracy": 0.5}\n{"step": 2}\n')
     with pytest.raises(A.AnalysisInputError, match=r"eval\.jsonl line 1.*dataset"):
         A.load_runs(tmp_path / "r2")
+
+
+def test_two_runs_of_the_same_arm_and_seed_are_refused_not_averaged(tmp_path):
+    a = H.write_run(tmp_path / "one", "a_x", 4, 4, 0, [0.1, 0.2])
+    b = H.write_run(tmp_path / "two", "a_x", 4, 4, 0, [0.3, 0.9, 0.9])  # e.g. a longer budget of the same seed
+    H.write_run(tmp_path / "one", "a_x", 4, 4, 1, [0.1, 0.2])  # another seed: fine
+    A.load_runs(tmp_path / "one")
+    with pytest.raises(A.AnalysisInputError, match=rf"{a} and {b} are the same arm and seed.*'seed': 0"):
+        A._collect(None, run_dirs=[a, b])
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "why"),
+    [
+        ("--threshold", "nan", "not a fraction in \\(0, 1\\]"),
+        ("--threshold", "0", "not a fraction"),
+        ("--threshold", "1.5", "not a fraction"),
+        ("--threshold", "-1", "not a fraction"),
+        ("--n-boot", "0", "not a whole number >= 1"),
+        ("--n-boot", "-5", "not a whole number >= 1"),
+        ("--n-boot", "many", "not a whole number >= 1"),
+    ],
+)
+def test_nonsense_threshold_or_resample_count_is_a_usage_error(tmp_path, capsys, option, value, why):
+    with pytest.raises(SystemExit) as exit_:
+        A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path), option, value])
+    assert exit_.value.code == 2
+    assert re.search(why, capsys.readouterr().err)
 
 
 def test_curves_csv_out_of_range_names_the_row(tmp_path):

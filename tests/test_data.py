@@ -268,6 +268,41 @@ def test_errors(tmp_path):
         data.load_task("gsm8k", "test", path=bad)
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"[1, 2]\n", r"bad\.jsonl:1 is a JSON list, not an object"),
+        (b'{"question": {"a": 1}, "answer": "2"}\n', "field 'question' is a dict; write it as a string"),
+        (b'{"question": "1+1=", "answer": ["2"]}\n', "field 'answer' is a list"),
+        (b"\xff\xfe{}\n", "not UTF-8 text"),
+        ('{"question": "1+1=", "answer": "\uff12"}\n'.encode(), r"record 0: gold answer '\uff12' .* not an integer"),
+        (b'{"question": "1+1=", "answer": ""}\n', "record 0: gold answer '' .* not an integer"),
+    ],
+)
+def test_a_task_file_the_scorer_cannot_use_is_refused_at_load_time(tmp_path, content, why):
+    # Before: raw AttributeError / TypeError / UnicodeDecodeError, or a ValueError in the first training step.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    with pytest.raises(data.DataError, match=why):
+        data.load_task("arith", "train", path=bad, prompt_style="plain")
+
+
+def test_max_prompt_length_says_what_it_dropped(tmp_path, capsys):
+    from pods.models import build_char_tokenizer
+
+    tok = build_char_tokenizer()
+    with pytest.raises(data.DataError, match=r"every prompt .* longer than task\.max_prompt_length=3 .*500 of 500"):
+        data.load_task("arith", "test", prompt_style="plain", tokenizer=tok, max_prompt_length=3)
+    capsys.readouterr()
+    full = data.load_task("arith_mc", "test", prompt_style="plain")
+    cut = sorted(len(r["prompt"]) + 1 for r in full)[len(full) // 2]
+    kept = data.load_task("arith_mc", "test", prompt_style="plain", tokenizer=tok, max_prompt_length=cut)
+    err = capsys.readouterr().err
+    assert f"task.max_prompt_length={cut} dropped {len(full) - len(kept)} prompt(s)" in err
+    data.load_task("arith", "test", prompt_style="plain", tokenizer=tok, max_prompt_length=64)
+    assert capsys.readouterr().err == ""  # nothing dropped: nothing said
+
+
 def test_hub_failure_says_how_to_fix(monkeypatch):
     datasets = pytest.importorskip("datasets")
     import huggingface_hub.constants

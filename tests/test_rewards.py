@@ -142,6 +142,20 @@ def test_bad_names_raise_and_list_valid_names():
         ("B 42", 0.0),
         ("", 0.0),
         ("Because", 0.0),
+        ("(B) or (C)", 0.0),  # hedges: another option right after the answer, or "or C"
+        ("(B) (C)", 0.0),
+        ("B or C", 0.0),
+        ("B, C", 0.0),
+        ("B/C", 0.0),
+        ("(B) and (D)", 0.0),
+        ("B\nor [A]", 0.0),
+        ("B) 42, or C if heated", 0.0),
+        ("(B). Not (C), since (B) keeps the charge", 1.0),  # explanations naming other options
+        ("(B). Because (B) keeps the charge", 1.0),
+        ("(B) or (B)", 1.0),
+        ("B) vitamin b is unrelated", 1.0),
+        ("B. A catalyst speeds it up", 1.0),  # "A" as an article, not an option
+        ("B\nA reaction occurs", 1.0),
     ],
 )
 def test_letter_rule(block, expected):

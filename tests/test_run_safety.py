@@ -140,6 +140,90 @@ def test_cut_metrics_of_an_unfinished_run_is_named(finished_run, tiny_overrides,
     assert "Traceback" not in err
 
 
+def _unfinished(finished_run: Path, dest: Path) -> Path:
+    """A copy of the finished run as if killed after its last checkpoint (no summary, no final policy)."""
+    import shutil
+
+    run = _copy(finished_run, dest)
+    (run / "summary.json").unlink()
+    shutil.rmtree(run / "final")
+    return run
+
+
+def _logs(run: Path) -> tuple[bytes, bytes]:
+    return (run / "metrics.jsonl").read_bytes(), (run / "eval.jsonl").read_bytes()
+
+
+def test_edited_log_line_under_the_checkpoint_is_named_and_nothing_cut(finished_run, tiny_overrides, tmp_path, capsys):
+    # A log longer than the checkpoint recorded, but with a line before the checkpoint's offset edited:
+    # cutting it back by bytes would leave a broken line that only a later `collect` would find.
+    run = _unfinished(finished_run, tmp_path / "run")
+    text = (run / "metrics.jsonl").read_text()
+    (run / "metrics.jsonl").write_text(text.replace('"step": 1,', '"step": 1000,', 1))
+    before = _logs(run)
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert f"{run / 'metrics.jsonl'} is damaged" in err
+    assert "is not the end of a line" in err
+    assert _logs(run) == before  # neither log was cut
+
+
+def test_a_cut_checkpoint_file_is_refused_before_the_logs_are_cut(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _unfinished(finished_run, tmp_path / "run")
+    [ckpt] = (run / "checkpoints").glob("checkpoint-*")
+    data = (ckpt / "model.safetensors").read_bytes()
+    (ckpt / "model.safetensors").write_bytes(data[:100])
+    (run / "metrics.jsonl").write_bytes((run / "metrics.jsonl").read_bytes() + b'{"step": 3}\n')  # past the ckpt
+    before = _logs(run)
+    assert _train_cli(tiny_overrides, run) == 2
+    err = capsys.readouterr().err
+    assert f"{ckpt} has unreadable model.safetensors" in err
+    assert "Traceback" not in err
+    assert _logs(run) == before
+
+
+def test_run_files_without_a_config_are_refused_not_resumed_or_emptied(finished_run, tiny_overrides, tmp_path, capsys):
+    # Resuming them under whatever config is given would mix two runs; emptying them would lose data.
+    run = _unfinished(finished_run, tmp_path / "run")
+    (run / "config.json").unlink()
+    before = _logs(run)
+    assert _train_cli(tiny_overrides, run, "optim.lr=0.01") == 2
+    err = capsys.readouterr().err
+    assert f"{run} has no config.json but holds metrics.jsonl, eval.jsonl, checkpoints/checkpoint-2" in err
+    assert _logs(run) == before
+    user = tmp_path / "mine"  # a folder of the user's own that happens to hold a metrics.jsonl
+    user.mkdir()
+    (user / "metrics.jsonl").write_text('{"mine": 1}\n')
+    assert _train_cli(tiny_overrides, user) == 2
+    assert (user / "metrics.jsonl").read_text() == '{"mine": 1}\n'
+
+
+def test_a_finished_run_is_not_taken_for_a_run_with_another_config(finished_run, tiny_overrides, tmp_path, capsys):
+    run = _copy(finished_run, tmp_path / "run")
+    assert _train_cli(tiny_overrides, run) == 0  # the same command: finished, nothing to do
+    assert "already finished" in capsys.readouterr().err
+    assert _train_cli(tiny_overrides, run, "optim.lr=0.5") == 2
+    assert "holds a run with a different config (sections differ: ['optim'])" in capsys.readouterr().err
+
+
+def test_a_finished_run_without_its_final_policy_says_how_to_get_it_back(
+    finished_run, tiny_overrides, tmp_path, capsys
+):
+    import shutil
+
+    run = _copy(finished_run, tmp_path / "run")
+    shutil.rmtree(run / "final")
+    for command in (lambda: _train_cli(tiny_overrides, run), lambda: cli.main(["eval", str(run)])):
+        assert command() == 2
+        err = capsys.readouterr().err
+        assert f"its final policy {run / 'final'} is missing" in err
+        assert f"delete {run / 'summary.json'} and rerun the same `pods train`" in err
+    (run / "summary.json").unlink()  # the fix it names
+    assert _train_cli(tiny_overrides, run) == 0, capsys.readouterr().err
+    assert (run / "final").is_dir()
+    assert _logs(run) == _logs(finished_run)
+
+
 def test_checkpoint_without_optimizer_scheduler_rng_is_refused(finished_run, tiny_overrides, tmp_path, capsys):
     run = _copy(finished_run, tmp_path / "run")
     (run / "summary.json").unlink()
@@ -156,10 +240,18 @@ def _fake_checkpoint(root: Path, step: int, files=("trainer_state.json", "model.
                                                       "scheduler.pt", "rng_state.pth")) -> Path:  # fmt: skip
     import json
 
+    import torch
+    from safetensors.torch import save_file
+
     d = root / f"checkpoint-{step}"
     d.mkdir(parents=True)
-    for name in files:
-        (d / name).write_bytes(b"x")
+    for name in files:  # small but readable files of each kind
+        if name.endswith(".json"):
+            (d / name).write_text("{}")
+        elif name.endswith(".safetensors"):
+            save_file({"w": torch.zeros(2)}, str(d / name))
+        else:
+            torch.save({"step": step}, d / name)
     (d / "pods_state.json").write_text(json.dumps({"global_step": step, "offsets": {}}))
     return d
 
@@ -184,6 +276,25 @@ def test_resume_falls_back_to_the_previous_complete_checkpoint(tmp_path, capsys)
                                                        "scheduler.pt", "rng_state_0.pth"))  # fmt: skip
     with pytest.raises(RunDirError, match="lacks rng_state_1.pth"):
         resumable_checkpoint(two.parent, num_processes=2)
+
+
+@pytest.mark.parametrize("name", ["trainer_state.json", "model.safetensors", "optimizer.pt", "rng_state.pth"])
+def test_a_cut_checkpoint_file_is_named_and_the_previous_checkpoint_used(tmp_path, capsys, name):
+    # Present but cut short (a full disk, a copy interrupted): caught before anything is loaded or cut.
+    from pods.runlog import RunDirError, resumable_checkpoint
+
+    older = _fake_checkpoint(tmp_path, 2)
+    newer = _fake_checkpoint(tmp_path, 4)
+    data = (newer / name).read_bytes()
+    (newer / name).write_bytes(data[: len(data) // 2])
+    path, _ = resumable_checkpoint(tmp_path, num_processes=1)
+    assert path == older
+    assert f"{newer} has unreadable {name}" in capsys.readouterr().err
+    import shutil
+
+    shutil.rmtree(older)
+    with pytest.raises(RunDirError, match=f"unreadable {name}.*restore the missing or damaged files"):
+        resumable_checkpoint(tmp_path, num_processes=1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -227,6 +338,25 @@ def _assert_refused_cleanly(code: int, err: str, key: str, tmp_path: Path) -> No
     assert "Traceback" not in err
     assert "\n" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.yaml"] or not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (("task.train={bad}",), "bad.jsonl:1 is a JSON list, not an object"),
+        (("task.max_prompt_length=5",), "every prompt of task 'arith' split 'train' is longer than"),
+    ],
+)
+def test_data_the_run_cannot_use_exits_2_and_binds_nothing(tiny_overrides, tmp_path, capsys, extra, why):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("[1, 2]\n")
+    out = tmp_path / "run"
+    assert _train_cli(tiny_overrides, out, *(e.format(bad=bad) for e in extra)) == 2
+    err = capsys.readouterr().err
+    assert f"pods: data error: {why}".replace(str(tmp_path) + "/", "") in err.replace(str(tmp_path) + "/", "")
+    assert "Traceback" not in err
+    assert not (out / "config.json").exists()  # the corrected command is not refused
+    assert _train_cli(tiny_overrides, out) == 0, capsys.readouterr().err
 
 
 def test_seed_beyond_numpy_range_exits_2(tiny_overrides, tmp_path, capsys):
@@ -330,3 +460,18 @@ def test_full_disk_while_logging_is_named(tiny_overrides, tmp_path, capsys, monk
     err = capsys.readouterr().err.strip()
     assert f"pods: disk full or unwritable: {out / 'eval.jsonl'} (OSError: [Errno 28]" in err  # the t = 0 evaluation
     assert "Traceback" not in err
+
+
+def test_json_results_are_readable_as_the_umask_allows(tmp_path):
+    # mkstemp creates 0600 files: config.json / summary.json were unreadable to the rest of a cluster group.
+    from pods.runlog import atomic_write_json
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_json(tmp_path / "summary.json", {"a": 1})
+        os.umask(0o077)
+        atomic_write_json(tmp_path / "private.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "summary.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
