@@ -58,7 +58,7 @@ PALETTE = ["#CF4D58", "#F39458", "#5894DB", "#4CC388", "#C37AB7", "#8C8C8C"]
 
 
 def parser(doc: str, bench: bool = False) -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=doc.strip().splitlines()[0])
     if bench:
         ap.add_argument("--bench", required=True, help="benchmark CSV (pods bench)")
     else:

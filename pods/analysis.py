@@ -389,20 +389,20 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     """The command line of :func:`main`: subcommands released, collect, time-to-peak, plateau and levels."""
-    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("released", help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
+    p = sub.add_parser("released", allow_abbrev=False, help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
     p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
     p.add_argument("--out-dir", required=True, help="where curves.csv, steps.csv and time_to_peak.* are written")
     p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
-    p = sub.add_parser("collect", help="curves.csv and steps.csv from our run directories")
+    p = sub.add_parser("collect", allow_abbrev=False, help="curves.csv and steps.csv from our run directories")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--runs", help="every run directory under this folder")
     which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="exactly these run directories (the workflow's)")
     p.add_argument("--out-dir", required=True, help="where curves.csv and steps.csv are written")
     p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
     p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
-    p = sub.add_parser("time-to-peak", help="Table 3 with bootstrap CIs from a curves.csv")
+    p = sub.add_parser("time-to-peak", allow_abbrev=False, help="Table 3 with bootstrap CIs from a curves.csv")
     p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
     p.add_argument("--out-dir", required=True, help="where time_to_peak.* is written")
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
@@ -412,7 +412,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
         "settings without released logs use the cost model (pods/bench/cost_model.py)",
     )
-    p = sub.add_parser("plateau", help="has each arm's mean curve stopped rising? (peak position, trend)")
+    p = sub.add_parser(
+        "plateau", allow_abbrev=False, help="has each arm's mean curve stopped rising? (peak position, trend)"
+    )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--curves", help="a curves.csv written by collect or released")
     which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="run directories (one arm alone will do)")
@@ -420,7 +422,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     p.add_argument("--sheet", help="with --run-dirs: run sheet whose `role` column names the arms' roles")
     p.add_argument("--letters", help="with --run-dirs: NAME=LETTER,... as for collect")
-    p = sub.add_parser("levels", help="steps each arm needs to first reach fixed accuracy levels, and their ratio")
+    p = sub.add_parser(
+        "levels", allow_abbrev=False, help="steps each arm needs to first reach fixed accuracy levels, and their ratio"
+    )
     p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
     p.add_argument("--out-dir", required=True, help="where levels.csv and levels.md are written")
     which = p.add_mutually_exclusive_group()

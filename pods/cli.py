@@ -60,11 +60,14 @@ class UsageError(Exception):
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The top-level parser and the parser of each command (parsed separately, see main)."""
-    ap = argparse.ArgumentParser(prog="pods", description="PODS: down-sampling rollouts in GRPO (arXiv 2504.13818).")
+    ap = argparse.ArgumentParser(
+        allow_abbrev=False, prog="pods", description="PODS: down-sampling rollouts in GRPO (arXiv 2504.13818)."
+    )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser(
         "train",
+        allow_abbrev=False,
         help="validate a config, then train one run",
         description="Validate CONFIG with the overrides, then train one run; prints the run directory.",
         epilog=_KEYS_EPILOG + format_keys(),
@@ -78,12 +81,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         help="validate (skipping machine checks, as validate --paper) and print; do not train",
     )
 
-    p = sub.add_parser("eval", help="evaluate a finished run's final policy")
+    p = sub.add_parser("eval", allow_abbrev=False, help="evaluate a finished run's final policy")
     p.add_argument("run_dir", help="a run directory written by pods train")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. eval.repeats=1 eval.max_examples=100")
 
     p = sub.add_parser(
         "validate",
+        allow_abbrev=False,
         help="print the resolved config and its run directory",
         epilog=_KEYS_EPILOG + "(all keys: pods config)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -94,13 +98,20 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         "--paper", action="store_true", help="skip checks against this machine (for GPU configs on a CPU-only machine)"
     )
 
-    p = sub.add_parser("config", help="list every config key with its type, default and meaning")
+    p = sub.add_parser("config", allow_abbrev=False, help="list every config key with its type, default and meaning")
     p.add_argument("section", nargs="?", default="", help="only keys under this section or key, e.g. rollout")
 
     # Pass-through commands: everything after the name goes to the script/module untouched.
-    sub.add_parser("bench", help="run a benchmark (pods/bench/): pods bench NAME [ARGS]", add_help=False)
-    sub.add_parser("released", help="re-analyse the authors' released logs (pods.analysis released)", add_help=False)
-    sub.add_parser("analysis", help="run a pods.analysis subcommand", add_help=False)
+    sub.add_parser(
+        "bench", allow_abbrev=False, help="run a benchmark (pods/bench/): pods bench NAME [ARGS]", add_help=False
+    )
+    sub.add_parser(
+        "released",
+        allow_abbrev=False,
+        help="re-analyse the authors' released logs (pods.analysis released)",
+        add_help=False,
+    )
+    sub.add_parser("analysis", allow_abbrev=False, help="run a pods.analysis subcommand", add_help=False)
     sub.add_parser(
         "cost", help="GPU-hours of a scale (run sheet x seeds x budgets): pods cost [--scale NAME]", add_help=False
     )

@@ -139,7 +139,7 @@ def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="pods cost", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="pods cost", description=__doc__.split("\n")[0])
     ap.add_argument("--scale", default="paper", help="a scale of the workflow config (default: paper)")
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="workflow config (default: config/config.yaml)")
     ap.add_argument("--format", choices=("md", "csv"), default="md")

@@ -201,17 +201,21 @@ def download(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pods.released_logs", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m pods.released_logs", description=__doc__.split("\n")[0]
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("verify", help="check a folder against the manifest")
+    p = sub.add_parser("verify", allow_abbrev=False, help="check a folder against the manifest")
     p.add_argument("folder")
     p.add_argument("--manifest", default=str(MANIFEST))
-    p = sub.add_parser("download", help="download the pinned release's results/ folder and verify it")
+    p = sub.add_parser(
+        "download", allow_abbrev=False, help="download the pinned release's results/ folder and verify it"
+    )
     p.add_argument("--dest", required=True, help="folder to create (e.g. resources/released/pods-187f43b/results)")
     p.add_argument("--url", default=URL)
     p.add_argument("--manifest", default=str(MANIFEST))
     p.add_argument("--log", help="also append what happened to this file")
-    p = sub.add_parser("manifest", help="print the manifest of a folder (maintainers)")
+    p = sub.add_parser("manifest", allow_abbrev=False, help="print the manifest of a folder (maintainers)")
     p.add_argument("folder")
     args = ap.parse_args(argv)
 

@@ -25,7 +25,7 @@ FIGURES = ("fig_3_main", "fig_4_sweeps", "fig_5_rules")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--src", type=Path, default=Path("results/released/figures"))
     ap.add_argument("--dest", type=Path, default=Path("docs/img"))
     ap.add_argument("--width", type=int, default=1000)

@@ -215,3 +215,11 @@ def test_wrongly_shaped_tables_name_the_file(tmp_path, capsys):
     (tmp_path / "binary.csv").write_bytes(b'"a,b\n\x00\x01"\n"')
     with pytest.raises(A.AnalysisInputError, match=r"binary\.csv"):
         A.read_curves(tmp_path / "binary.csv")
+
+
+def test_abbreviated_options_are_refused_not_guessed(tmp_path, capsys):
+    # argparse's prefix matching read `pods bench select --m 0` as --max-n 0; every parser now refuses it.
+    with pytest.raises(SystemExit) as exit_:
+        A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path), "--thresh", "0.9"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --thresh" in capsys.readouterr().err

@@ -304,6 +304,7 @@ def measure_arm(args: argparse.Namespace, arm: str, model=None) -> dict:
 def model_parser(doc: str) -> argparse.ArgumentParser:
     """The CLI header shared by the benchmarks: which model, how it is trained, where it runs."""
     ap = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=doc.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(doc.splitlines()[1:]),

@@ -47,7 +47,7 @@ def time_call(fn, repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--max-n", type=int, default=65536)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--groups", type=int, nargs="+", default=[1, 8, 64])

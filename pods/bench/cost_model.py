@@ -232,6 +232,7 @@ def report(fits: dict[str, CostParams], ms: list[int], r: int, S: float) -> tupl
 
 def main(argv: list[str] | None = None) -> tuple[str, list[dict]]:
     ap = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.splitlines()[1:]),

@@ -194,7 +194,7 @@ def profile_arm(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        allow_abbrev=False, description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--steps", type=int, default=6, help="optimizer steps per arm (the first is reported apart)")
     ap.add_argument("--arms", nargs="+", default=["baseline", "pods"], choices=["baseline", "pods"])
