@@ -49,7 +49,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from pods.config import ConfigError, TrainConfig, resolve_run_dir, to_dict
+from pods.config import ConfigError, TrainConfig, from_dict, resolve_run_dir, to_dict
 from pods.evaluation import evaluate_policy, load_eval_sets, mix_seed, pin_cpu_threads, resolve_use_cuda
 from pods.runlog import (
     STATE_FILE,
@@ -419,8 +419,11 @@ def check_same_config(cfg: TrainConfig, logger: RunLogger) -> bool:
     old = logger.read_config()
     if old is None:
         return False
+    try:  # a key added to the schema since the run was written takes its default: the same run
+        old = to_dict(from_dict(old))
+    except (ConfigError, TypeError):  # a key since renamed or removed: compared as written
+        pass
     old = {k: v for k, v in old.items() if k not in ("meta", "out_dir")}
-    old.setdefault("trl", {})  # written before the trl: section existed: the same run
     new = {k: v for k, v in to_dict(cfg).items() if k != "out_dir"}
     if jsonable(old) != jsonable(new):
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))

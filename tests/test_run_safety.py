@@ -204,6 +204,13 @@ def test_a_finished_run_is_not_taken_for_a_run_with_another_config(finished_run,
     assert "already finished" in capsys.readouterr().err
     assert _train_cli(tiny_overrides, run, "optim.lr=0.5") == 2
     assert "holds a run with a different config (sections differ: ['optim'])" in capsys.readouterr().err
+    import json
+
+    cfg = json.loads((run / "config.json").read_text())  # written before `trl` and `rollout.top_k` existed:
+    del cfg["trl"], cfg["rollout"]["top_k"]  # their defaults make it the same run
+    (run / "config.json").write_text(json.dumps(cfg))
+    assert _train_cli(tiny_overrides, run) == 0
+    assert "already finished" in capsys.readouterr().err
 
 
 def test_a_finished_run_without_its_final_policy_says_how_to_get_it_back(
