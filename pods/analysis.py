@@ -299,9 +299,10 @@ def _collect(
 def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
     """AnalysisInputError if two run directories are the same arm and seed: their curves would be merged."""
     seen: dict[tuple, str | None] = {}
-    key_cols = ("setting", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed")
+    key_cols = ("setting", "run", "n", "m", "rule", "normalize", "grad_accum", "seed")
     for row in step_rows:
-        key = tuple(row.get(k) for k in key_cols)
+        run = Path(str(row.get("source"))).parent.name  # the arm's folder, {run name}/seed~{seed}
+        key = tuple(run if k == "run" else row.get(k) for k in key_cols)
         if key in seen:
             raise AnalysisInputError(
                 f"{seen[key]} and {row.get('source')} are the same arm and seed ({dict(zip(key_cols, key, strict=True))}); their "
