@@ -6,7 +6,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a checkout without an install
 
+from pods.bench import run_cli  # noqa: E402
 from pods.bench.bench_memory import main  # noqa: E402
 
 if __name__ == "__main__":
-    main()
+    run_cli(main, "bench_memory")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a checkout without an install
 
+from pods.bench import run_cli  # noqa: E402
 from pods.bench.profile_tiny_step import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main, "profile_tiny_step")

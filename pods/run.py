@@ -440,7 +440,7 @@ def build_run(
     """The policy, the data, the trainer and its run controller, as ``cfg`` describes them."""
     from transformers import set_seed
 
-    from pods.data import load_task
+    from pods.data import DataError, load_task
     from pods.models import load_policy
     from pods.rewards import trl_reward_funcs
 
@@ -469,6 +469,12 @@ def build_run(
         seed=cfg.seed,
         math_gold=cfg.task.math_gold,
     )
+    if len(train_records) < cfg.rollout.prompts_per_step:  # here, not in the sampler: before config.json binds
+        raise DataError(
+            f"the training set has {len(train_records)} prompt(s) but one step needs rollout.prompts_per_step="
+            f"{cfg.rollout.prompts_per_step} distinct prompts; lower rollout.prompts_per_step or use a larger "
+            "training set"
+        )
     eval_sets = load_eval_sets(cfg, tokenizer)
     max_steps, scheduler_steps = step_plan(cfg, len(train_records))
     args = build_grpo_config(cfg, logger.run_dir / "checkpoints", num_processes, use_cuda, max_steps)

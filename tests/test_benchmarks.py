@@ -357,3 +357,19 @@ def test_gpu_env_report_runs_as_a_module_from_the_repository_root():
     assert report["cuda_available"] == torch.cuda.is_available()
     assert report["packages"]["torch"] == package_versions()["torch"]
     assert set(report["packages"]) >= {"transformers", "trl", "bitsandbytes", "pods"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["memory", "--model", "nope"], "bench_memory: error: policy.model 'nope' is neither"),
+        (["asymmetry", "--model", "nope"], "bench_asymmetry: error: policy.model 'nope' is neither"),
+        (["cost_model", "/nonexistent/steps.csv"], "cost_model: error: [Errno 2] No such file"),
+    ],
+)
+def test_bench_bad_input_exits_2_with_one_line(argv, why):
+    # They used to end in a traceback (bench memory: one per arm subprocess, then a RuntimeError).
+    proc = subprocess.run([sys.executable, "-m", "pods", "bench", *argv], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert why in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -348,15 +348,20 @@ def _assert_refused_cleanly(code: int, err: str, key: str, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("extra", "why"),
+    ("content", "extra", "why"),
     [
-        (("task.train={bad}",), "bad.jsonl:1 is a JSON list, not an object"),
-        (("task.max_prompt_length=5",), "every prompt of task 'arith' split 'train' is longer than"),
+        ("[1, 2]\n", ("task.train={bad}",), "bad.jsonl:1 is a JSON list, not an object"),
+        ("", ("task.max_prompt_length=5",), "every prompt of task 'arith' split 'train' is longer than"),
+        (
+            '{"question": "12+34=", "answer": "46"}\n',
+            ("task.train={bad}", "rollout.prompts_per_step=2"),
+            "the training set has 1 prompt(s) but one step needs rollout.prompts_per_step=2",
+        ),
     ],
 )
-def test_data_the_run_cannot_use_exits_2_and_binds_nothing(tiny_overrides, tmp_path, capsys, extra, why):
+def test_data_the_run_cannot_use_exits_2_and_binds_nothing(tiny_overrides, tmp_path, capsys, content, extra, why):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("[1, 2]\n")
+    bad.write_text(content)
     out = tmp_path / "run"
     assert _train_cli(tiny_overrides, out, *(e.format(bad=bad) for e in extra)) == 2
     err = capsys.readouterr().err

@@ -7,7 +7,10 @@ in the repository are thin entry points to them. Details and results: benchmarks
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 PACKAGE_PARENT = BENCH_DIR.parents[1]  # the folder `import pods` found pods in (checkout or site-packages)
@@ -24,3 +27,17 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def run_cli(main: Callable[[], Any], name: str) -> None:
+    """Run a benchmark's ``main()``; bad input (an unknown model, a missing file) exits 2 with one line
+    saying what to change, not a traceback (other errors keep theirs: they are bugs to debug)."""
+    from pods.data import DataError
+    from pods.tiny import PolicyError
+
+    try:
+        result = main()
+    except (PolicyError, DataError, FileNotFoundError) as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(result if isinstance(result, int) else 0)

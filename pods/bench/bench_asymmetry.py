@@ -336,4 +336,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    from pods.bench import run_cli
+
+    run_cli(main, "bench_asymmetry")

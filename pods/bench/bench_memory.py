@@ -482,6 +482,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         torch.set_num_threads(args.threads)
         print(_RESULT_TAG + json.dumps(measure_arm(args, args._child)), flush=True)
         return []
+    from pods.models import describe_policy
+
+    describe_policy(args.model)  # an unknown model: PolicyError here, not once per arm subprocess
     rows = run(args)
     print_table(rows)
     if args.out is not None:
@@ -491,4 +494,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    from pods.bench import run_cli
+
+    run_cli(main, "bench_memory")

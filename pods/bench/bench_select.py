@@ -79,4 +79,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from pods.bench import run_cli
+
+    run_cli(main, "bench_select")

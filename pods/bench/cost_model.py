@@ -276,4 +276,6 @@ def main(argv: list[str] | None = None) -> tuple[str, list[dict]]:
 
 
 if __name__ == "__main__":
-    main()
+    from pods.bench import run_cli
+
+    run_cli(main, "cost_model")

@@ -257,4 +257,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pods.bench import run_cli
+
+    run_cli(main, "profile_tiny_step")
