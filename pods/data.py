@@ -364,7 +364,7 @@ def _require(row: dict, keys: tuple[str, ...], where: str) -> str:
         if row.get(k) is not None:
             if not isinstance(row[k], (str, int)) or isinstance(row[k], bool):
                 raise DataError(f"{where}: field {k!r} is a {type(row[k]).__name__}; write it as a string")
-            return row[k] if k == "answer" else str(row[k])
+            return str(row[k])  # an integer answer (or question) as its digits
     raise DataError(f"{where}: missing field {' or '.join(map(repr, keys))} (has {sorted(row)})")
 
 

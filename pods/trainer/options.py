@@ -104,9 +104,7 @@ def _check_pods_geometry(tr: Any) -> None:
 
     a = tr.args
     n, m, ga, spg = tr.num_generations, tr.pods_m, a.gradient_accumulation_steps, a.steps_per_generation
-    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= n:
-        raise ValueError(f"pods_m={m!r} must be an integer between 2 and num_generations={n}; m == n is vanilla GRPO")
-    _check_rule("PODSGRPOTrainer", tr.pods_rule, n, m)  # the keyword route gets PODSConfig's checks
+    _check_rule("PODSGRPOTrainer", tr.pods_rule, n, m)  # an integer 2 <= m <= n, as PODSConfig checks it
     if a.scale_rewards not in SCALES:
         raise ValueError(f"scale_rewards={a.scale_rewards!r}: use one of {', '.join(SCALES)} (TRL's values)")
     if tr.pods_normalize not in ("after", "before"):
