@@ -74,7 +74,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("config", help="experiments/*.yaml")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="dotted overrides, e.g. rollout.n=64")
+    p.add_argument("overrides", nargs="*", default=[], metavar="key=value", help="dotted overrides, e.g. rollout.n=64")
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -83,7 +83,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
 
     p = sub.add_parser("eval", allow_abbrev=False, help="evaluate a finished run's final policy")
     p.add_argument("run_dir", help="a run directory written by pods train")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. eval.repeats=1 eval.max_examples=100")
+    p.add_argument(
+        "overrides", nargs="*", default=[], metavar="key=value", help="e.g. eval.repeats=1 eval.max_examples=100"
+    )
 
     p = sub.add_parser(
         "validate",
@@ -93,7 +95,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("config", help="experiments/*.yaml")
-    p.add_argument("overrides", nargs="*", metavar="key=value")
+    p.add_argument("overrides", nargs="*", default=[], metavar="key=value")
     p.add_argument(
         "--paper", action="store_true", help="skip checks against this machine (for GPU configs on a CPU-only machine)"
     )

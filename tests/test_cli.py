@@ -125,6 +125,17 @@ def test_bad_usage_exits_2(tmp_path):
         assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(("sub", "required"), [("train", "config"), ("validate", "config"), ("eval", "run_dir")])
+def test_missing_positional_names_only_what_is_required(sub, required, capsys):
+    # Overrides are optional: Python 3.11's argparse listed `key=value` as required too unless it has a default.
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([sub])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"the following arguments are required: {required}\n" in err
+    assert "key=value\n" not in err.splitlines()[-1]
+
+
 # ----------------------------------------------------------------------------------------------
 # In-process: dispatch to the trainer (faked: the real one is tested in tests/test_trainer*.py)
 
