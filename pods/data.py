@@ -23,6 +23,7 @@ Tasks (the default source of each split; every split also reads a local JSON-lin
 | arith_hard | generated: 3-digit `a+b` / `a-b` (a >= b), 20,000 by default | 500 fixed problems | integer string |
 | arith_mc | generated: `arith` problems with value >= 30 as 4-option multiple choice over decades | 500 fixed problems | letter A-D |
 | arith_heldout | none (evaluation only) | 256 2-digit problems in no training set (below) | integer string |
+| arith_add | generated: the `a+b` problems of arith's training split, less its test set | the first 1,000 `a+b` of arith's seed-0 training order | integer string |
 
 arith_heldout, the tiny analogue of GSM8K-Platinum (a second test set of the training task's kind):
 the 256 problems that the warm start of the tiny `arith` models (pods.models, seed 0, `val_size`
@@ -32,12 +33,18 @@ stopping step), the RL training split of `arith` excludes them, and they are dis
 `arith` test set. The warm start itself still reads the full pre-split order
 (`warm_start_train`), so the cached tiny models do not change.
 
+arith_add, a variant of (a)'s tiny task that saturates (docs/workflow.md, config/tiny_a_add.yaml): the
+2-digit additions only, on which the warm start scores ~74% where it scores ~46% on subtraction. Its
+test set is 1,000 problems (twice arith's, for a less noisy curve near the ceiling) taken from the
+additions of arith's training split, so it is disjoint from the arith test set and from arith_heldout;
+its training split is the rest of those additions (6,609), in the run seed's order.
+
 Expected fields of a local JSON-lines file (one object per line):
   gsm8k, gsm8k_platinum: `question`, `answer` (the GSM8K answer text with `#### N`, or a bare number).
   math: `problem` (or `question`) and `answer`, or `solution` whose last `\\boxed{...}` is the answer.
   chemistry: `question` and `answerKey` (or `answer`) in A-D, plus `choices` as
     `{"label": [...], "text": [...]}` or a list of 4 strings (omit it if the options are in `question`).
-  arith, arith_hard, arith_mc: `question` and `answer` (optional `solution`).
+  arith, arith_hard, arith_mc, arith_add: `question` and `answer` (optional `solution`).
 
 Prompt styles (PAPER.md §3.4): `instruct` (single-GPU settings (a)-(d): `SYSTEM_PROMPT_INSTRUCT`
 as the system turn, the raw question as the user turn), `openr1` (multi-GPU settings (e)-(f):
@@ -129,6 +136,8 @@ ARITH_HARD_TRAIN_SIZE = 20_000
 # arith_heldout: the problems the seed-0 warm start of the tiny arith models held out (TinySpec.val_size).
 ARITH_HELDOUT_SIZE = 256
 ARITH_HELDOUT_SEED = 0
+# arith_add: its test set is the first ARITH_ADD_TEST_SIZE additions of arith's seed-0 training order.
+ARITH_ADD_TEST_SIZE = 1000
 # Chemistry split (PAPER.md §6 [GAP]): fixed seed and test fraction, independent of the run seed.
 CHEM_SPLIT_SEED = 42
 CHEM_TEST_FRACTION = 0.2
@@ -293,7 +302,20 @@ def _arith_heldout() -> list[tuple[int, str, int]]:
     return synthetic_problems("arith", "train", seed=ARITH_HELDOUT_SEED, exclude_heldout=False)[:ARITH_HELDOUT_SIZE]
 
 
+def _arith_add(split: str, seed: int) -> list[tuple[int, str, int]]:
+    """The arith_add triples: additions of arith's training split (never arith's test or heldout)."""
+    test = [p for p in synthetic_problems("arith", "train", seed=0) if p[1] == "+"][:ARITH_ADD_TEST_SIZE]
+    if split == "test":
+        return test
+    banned = set(test)
+    return [p for p in synthetic_problems("arith", "train", seed=seed) if p[1] == "+" and p not in banned]
+
+
 def _load_generated(task: str, split: str, seed: int) -> list[dict]:
+    if task == "arith_add":
+        # Records exactly as arith writes them (ids `arith:a+b`, one id space across the 2-digit sets).
+        rng = random.Random(0)
+        return [_synthetic_record("arith", a, op, b, rng) for a, op, b in _arith_add(split, seed)]
     if task == "arith_heldout":
         if split != "test":
             raise DataError("arith_heldout is an evaluation-only set: use split='test' (train on arith)")

@@ -132,6 +132,13 @@ TASKS: dict[str, Task] = {
         ),
         Task("arith_mc", "synthetic arithmetic as 4-option multiple choice: letter A-D", "synthetic", True),
         Task(
+            "arith_add",
+            "synthetic 2-digit addition only (arith's additions, 1,000 held out as its test set): integer in "
+            "the <answer> block equals the gold",
+            "synthetic",
+            True,
+        ),
+        Task(
             "arith_heldout",
             "synthetic 2-digit arithmetic held out of every training set (evaluation only; the tiny "
             "analogue of GSM8K-Platinum): scored exactly as arith",

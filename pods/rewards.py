@@ -160,7 +160,7 @@ MAX_TOTAL = {"paper": 3.0, "openr1": 3.0, "code_head": 1.2, "code_sep24": 1.02, 
 _GSM8K_TASKS = ("gsm8k", "gsm8k_platinum")
 _MATH_TASKS = (*_GSM8K_TASKS, "math")
 _LETTER_TASKS = ("chemistry", "arith_mc")
-_INT_TASKS = ("arith", "arith_hard", "arith_heldout")
+_INT_TASKS = ("arith", "arith_hard", "arith_heldout", "arith_add")
 
 # code_* whole-completion candidate: longer texts are not normalised (see docstring).
 _MAX_WHOLE_TEXT_CHARS = 2000

@@ -25,7 +25,7 @@ def test_synthetic_deterministic_and_disjoint(task):
     test_other_seed = data.load_task(task, "test", prompt_style="plain", seed=7)
     assert train == again
     assert test == test_other_seed  # the test set never depends on the run seed
-    assert len(test) == data.SYNTH_TEST_SIZE
+    assert len(test) == (data.ARITH_ADD_TEST_SIZE if task == "arith_add" else data.SYNTH_TEST_SIZE)
     assert [r["id"] for r in train] != [r["id"] for r in other]
     # ids name the arithmetic problem, so disjoint ids mean no test problem is trained on.
     assert {r["id"] for r in train}.isdisjoint({r["id"] for r in test})
@@ -62,6 +62,33 @@ def test_arith_heldout_is_in_no_training_set():
         assert r["answer"] == str(eval(r["question"].rstrip("=")))  # noqa: S307 - '47+38' style
     with pytest.raises(data.DataError, match="evaluation-only"):
         data.load_task("arith_heldout", "train")
+
+
+def test_arith_add_is_the_additions_of_arith_training_split():
+    """arith_add (config/tiny_a_add.yaml): its test set is the first 1,000 additions of arith's seed-0
+    training order, its training split the other additions of that split at any seed; so neither meets
+    arith's test set or arith_heldout, and the records are arith's, scored as arith."""
+    test = data.load_task("arith_add", "test", prompt_style="plain", seed=3)
+    arith0 = data.load_task("arith", "train", prompt_style="plain", seed=0)
+    additions = [r for r in arith0 if "+" in r["question"]]
+    assert test == additions[: data.ARITH_ADD_TEST_SIZE] == data.load_task("arith_add", "test", prompt_style="plain")
+    others = {r["id"] for r in data.load_task("arith", "test", prompt_style="plain")}
+    others |= {r["id"] for r in data.load_task("arith_heldout", "test", prompt_style="plain")}
+    test_ids = {r["id"] for r in test}
+    assert test_ids.isdisjoint(others)
+    for seed in (0, 1):
+        train = data.load_task("arith_add", "train", prompt_style="plain", seed=seed)
+        arith = [r for r in data.load_task("arith", "train", prompt_style="plain", seed=seed) if "+" in r["question"]]
+        assert train == [r for r in arith if r["id"] not in test_ids]  # arith's records, in the seed's order
+        assert len(train) == len(additions) - data.ARITH_ADD_TEST_SIZE
+        assert all(re.fullmatch(r"\d\d\+\d\d=", r["question"]) for r in train)
+    from pods.rewards import score
+
+    r = test[0]
+    assert score(r["solution"], r["answer"], "arith_add") == score(r["solution"], r["answer"], "arith")
+    assert score(r["solution"], r["answer"], "arith_add")["accuracy"] == 1.0
+    wrong = r["solution"].replace(f"<answer>\n{r['answer']}", "<answer>\n0")
+    assert score(wrong, r["answer"], "arith_add")["accuracy"] == 0.0
 
 
 def test_warm_start_data_unchanged():

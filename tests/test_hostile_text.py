@@ -38,6 +38,7 @@ GOLDS = {
     "arith": ("18", "-7", "18"),
     "arith_hard": ("18", "180", "18"),
     "arith_heldout": ("18", "-7", "18"),
+    "arith_add": ("18", "19", "18"),
     "arith_mc": ("B", "C", "B"),
 }
 # Failure modes that the corpus must never reach: the guards in front of them must fire first.

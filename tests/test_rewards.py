@@ -413,7 +413,7 @@ def test_openr1_variant():
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("task", list(TASKS))
 def test_keys_and_bounds_every_task_variant(task, variant):
-    ints = {"arith": "72", "arith_hard": "72", "arith_heldout": "72"}
+    ints = {"arith": "72", "arith_hard": "72", "arith_heldout": "72", "arith_add": "72"}
     answer = {"chemistry": "B", "arith_mc": "B", **ints, "math": "72"}.get(task, GSM)
     block = {"chemistry": "B", "arith_mc": "B", **ints}.get(task, "\\boxed{72}")
     out = score(fmt("r", block), answer, task, variant)

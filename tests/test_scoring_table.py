@@ -196,7 +196,7 @@ LETTER_ROWS = [  # (completion, gold, verdict): the same for chemistry and arith
     ("B", "B", "0"),  # no answer block
 ]
 
-INT_ROWS = [  # (completion, gold, verdict): the same for arith, arith_hard, arith_heldout and every variant
+INT_ROWS = [  # (completion, gold, verdict): the same for arith, arith_hard, arith_heldout, arith_add and every variant
     (A("85"), "85", "1"),
     (A("085"), "85", "1"),
     (A("+85"), "85", "1"),
@@ -217,7 +217,7 @@ INT_ROWS = [  # (completion, gold, verdict): the same for arith, arith_hard, ari
 ROWS = (
     MATH_FAMILY
     + [(task, c, g, v) for task in ("chemistry", "arith_mc") for c, g, v in LETTER_ROWS]
-    + [(task, c, g, v) for task in ("arith", "arith_hard", "arith_heldout") for c, g, v in INT_ROWS]
+    + [(task, c, g, v) for task in ("arith", "arith_hard", "arith_heldout", "arith_add") for c, g, v in INT_ROWS]
 )
 
 

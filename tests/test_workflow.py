@@ -638,6 +638,25 @@ def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
+def test_tiny_a_add_overlay_runs_the_main_comparison_of_a_on_additions(workdir):
+    """config/tiny_a_add.yaml (issue 10's record of (a) on a task that saturates): its own root and the
+    two-row sheet, (a)'s two main arms on 8 seeds each, trained and evaluated on arith_add alone at lr
+    5e-5 for 1600 steps with 1,000-problem evaluations every 25 steps, and its tables from them alone."""
+    root = "results/warm_a_add"
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_a_add.yaml", root)
+    assert len(jobs) == 16
+    assert {letter for letter, _, _ in jobs} == {"a"}
+    assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
+    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(8)}
+    keys = ("policy.model", "task.name", "optim.lr", "budget.max_steps", "eval.every_steps", "eval.max_examples")
+    keys += ("eval.datasets",)
+    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
+        ("tiny:llama-arith_warm", "arith_add", "5e-05", "1600", "25", "1000", "[arith_add]")
+    }
+    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
+    assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
+
+
 def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm (built
     by a job of the DAG), (a) 600 steps on 8 seeds per main arm and (e) 150 steps, both on 400-problem
