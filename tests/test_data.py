@@ -82,6 +82,13 @@ def test_arith_add_is_the_additions_of_arith_training_split():
         assert train == [r for r in arith if r["id"] not in test_ids]  # arith's records, in the seed's order
         assert len(train) == len(additions) - data.ARITH_ADD_TEST_SIZE
         assert all(re.fullmatch(r"\d\d\+\d\d=", r["question"]) for r in train)
+    # every entry point gives the same problems (the warm-start reader too, were a model built on it)
+    assert data.synthetic_problems("arith_add", "test") == [
+        (int(r["question"][:2]), "+", int(r["question"][3:5])) for r in test
+    ]
+    assert {r["question"] for r in data.warm_start_train("arith_add", seed=1)} == {
+        r["question"] for r in data.load_task("arith_add", "train", prompt_style="plain", seed=1)
+    }
     from pods.rewards import score
 
     r = test[0]
