@@ -314,15 +314,13 @@ def _arith_add(split: str, seed: int) -> list[tuple[int, str, int]]:
 
 
 def _load_generated(task: str, split: str, seed: int) -> list[dict]:
-    if task == "arith_add":
-        # Records exactly as arith writes them (ids `arith:a+b`, one id space across the 2-digit sets).
-        rng = random.Random(0)
-        return [_synthetic_record("arith", a, op, b, rng) for a, op, b in _arith_add(split, seed)]
-    if task == "arith_heldout":
-        if split != "test":
-            raise DataError("arith_heldout is an evaluation-only set: use split='test' (train on arith)")
-        # Records exactly as arith writes them (ids `arith:a+b`: one id space across the 2-digit sets).
-        return [_synthetic_record("arith", a, op, b, random.Random(0)) for a, op, b in _arith_heldout()]
+    if task == "arith_heldout" and split != "test":
+        raise DataError("arith_heldout is an evaluation-only set: use split='test' (train on arith)")
+    if task in ("arith_heldout", "arith_add"):
+        # Subsets of arith's 2-digit problems: records exactly as arith writes them (ids `arith:a+b`, one
+        # id space across the 2-digit sets; the rng only draws arith_mc's options, so it is not used).
+        problems = _arith_heldout() if task == "arith_heldout" else _arith_add(split, seed)
+        return [_synthetic_record("arith", a, op, b, random.Random(0)) for a, op, b in problems]
     return _load_synthetic(task, split, seed)
 
 
