@@ -228,6 +228,9 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
                 value = check(rec[metric], where, metric)
                 rows.append(_row(ident, k, t_grid, t, step, rec["dataset"], metric, value, run_dir))
     step_row = {**_step_ident(ident), "source": str(run_dir)}
+    policy = (cfg.get("meta") or {}).get("policy")
+    if isinstance(policy, dict) and policy.get("weights_sha256"):
+        step_row["policy_sha256"] = str(policy["weights_sha256"])
     mrecs = _read_jsonl(run_dir / "metrics.jsonl")
     for line, rec in mrecs:
         for key in ("step", "time_s"):
@@ -289,6 +292,7 @@ def _collect(
         rows += r
         step_rows.append(s)
     _refuse_duplicate_seeds(step_rows)
+    _warn_mixed_policies(step_rows)
     if not rows:
         raise AnalysisInputError(f"every eval.jsonl under {root} is empty: {how}")
     steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
@@ -309,6 +313,27 @@ def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
                 "curves would be averaged as one run. Fix: pass only one of them (--run-dirs), or move the other out"
             )
         seen[key] = row.get("source")
+
+
+def _warn_mixed_policies(step_rows: list[dict]) -> None:
+    """Warn (stderr) when one setting's runs started from different weights (``meta.policy.weights_sha256``,
+    recorded for tiny models): its arms are then not one experiment. A tiny model built on another kind
+    of CPU differs (issue 10), so run directories copied between machines can mix builds."""
+    by_setting: dict[str, dict[str, list[str]]] = {}
+    for row in step_rows:
+        if row.get("policy_sha256"):
+            by_setting.setdefault(str(row.get("setting")), {}).setdefault(row["policy_sha256"], []).append(
+                str(row.get("source"))
+            )
+    for setting, builds in sorted(by_setting.items()):
+        if len(builds) > 1:
+            which = "; ".join(f"{sha[:12]}: {len(srcs)} run(s), e.g. {srcs[0]}" for sha, srcs in sorted(builds.items()))
+            print(
+                f"warning: the runs of setting {setting} start from {len(builds)} different policy weights ({which}). "
+                "Their curves are compared as one experiment all the same. A tiny model's build depends on the CPU "
+                "it ran on (docs/workflow.md): train every run of a setting from one model cache on one machine",
+                file=sys.stderr,
+            )
 
 
 def load_runs(

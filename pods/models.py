@@ -66,6 +66,7 @@ from pods.tiny import (  # the project-built tiny models (re-exported: callers u
     generate,
     resolve_tiny_spec,
     sampled_accuracy,
+    weights_sha256,
 )
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "load_tokenizer",
     "main",
     "PAPER_MODELS",
+    "policy_identity",
     "PolicyError",
     "REPO_ROOT",
     "resolve_tiny_spec",
@@ -95,6 +97,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "TINY_MODELS",
     "TinySpec",
+    "weights_sha256",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -206,6 +209,32 @@ def describe_policy(spec: str) -> dict:
         f"policy.model {spec!r} is neither 'tiny:<name>' ({', '.join(TINY_MODELS)}), 'smol', an existing "
         "model directory or *.gguf file, nor a hub id of the form org/name"
     )
+
+
+def policy_identity(spec: str) -> dict[str, Any]:
+    """What a run's ``policy.model`` was, for config.json's ``meta.policy``: the spec and its scale, and
+    for a project-built tiny model the SHA-256 of its weights with its build's card (SFT steps, why it
+    stopped, its starting accuracy, the CPU it was built on). The build is deterministic on one kind of
+    CPU only, and its stop at a target accuracy can land 100-200 SFT steps apart on another (issue 10),
+    so two tables compare as the same experiment only where these agree. Hub ids and local
+    directories are named, not hashed (a paper-scale checkpoint is gigabytes)."""
+    desc = describe_policy(spec)
+    out: dict[str, Any] = {"spec": spec, "scale": desc["scale"]}
+    if desc["scale"] != "tiny":
+        out["source"] = desc.get("gguf") or desc.get("path") or desc.get("hub_id") or desc.get("source")
+        return out
+    path = Path(desc["path"])
+    card_path = path / "pods_tiny.json"
+    card = json.loads(card_path.read_text()) if card_path.is_file() else {}
+    start = card.get("test_accuracy") or {}
+    out.update(
+        weights_sha256=weights_sha256(path),
+        sft_steps_done=card.get("sft_steps_done"),
+        stop_reason=card.get("stop_reason"),
+        start_accuracy={k: v.get("accuracy") for k, v in start.items() if isinstance(v, dict)},
+        built_on=card.get("cpu") or card.get("device"),
+    )
+    return out
 
 
 def _local_dir(spec: str, desc: dict) -> Path | None:

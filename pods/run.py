@@ -599,6 +599,9 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
     trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)
     if dist.is_main_process and logger.read_config() is None:  # only once the run could be built: a failed
         meta = run_meta(dist.num_processes, launch_info(trainer))  # start does not bind the directory
+        from pods.models import policy_identity
+
+        meta["policy"] = policy_identity(cfg.policy.model)  # which weights (a tiny build differs by CPU)
         logger.write_config(to_dict(cfg), meta)
     wall0 = time.time()
     run_training(trainer, ckpt, state, run_dir / "final")

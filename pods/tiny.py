@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -391,11 +392,30 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.to("cpu").save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    # Which weights these are and where they were made: the build is deterministic on one kind of CPU,
+    # but a stop at target_accuracy on a chaotic warm start lands on different steps elsewhere (issue 10:
+    # llama-arith_warm stopped at 450, 550 and 650 SFT steps on three instruction-set paths).
+    from pods.runlog import cpu_info
+
+    card.update(weights_sha256=weights_sha256(tmp), cpu=cpu_info() if device.type == "cpu" else None)
     (tmp / "pods_tiny.json").write_text(json.dumps(card, indent=1) + "\n")
     if out_dir.exists():
         shutil.rmtree(out_dir)
     shutil.move(str(tmp), out_dir)
     return out_dir
+
+
+def weights_sha256(model_dir: str | os.PathLike) -> str:
+    """SHA-256 over a model directory's ``*.safetensors`` files (in name order): which weights a run started from."""
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{model_dir} holds no *.safetensors weights")
+    h = hashlib.sha256()
+    for f in files:
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
 
 
 def package_version(pkg: str) -> str:

@@ -426,6 +426,34 @@ def test_collect_run_dirs_reads_exactly_the_listed_runs(tmp_path, capsys):
     assert "is not a run directory" in capsys.readouterr().err
 
 
+def test_collect_warns_when_one_settings_runs_start_from_different_weights(tmp_path, capsys):
+    """config.json meta.policy.weights_sha256 (a tiny build differs between CPU kinds, issue 10): collect
+    warns, naming both builds, when the runs of one setting started from different weights; the tables
+    are still written. Runs of one build, or without the record (older runs), give no warning."""
+    root = tmp_path / "runs"
+    dirs = [write_run(root, "a_toy", n, 4, seed, [0.2, 0.5, 0.7, 0.8]) for n in (4, 16) for seed in (0, 1)]
+
+    def stamp(d, sha):
+        cfg = json.loads((d / "config.json").read_text())
+        cfg["meta"]["policy"] = {"spec": "tiny:llama-arith_warm", "scale": "tiny", "weights_sha256": sha}
+        (d / "config.json").write_text(json.dumps(cfg))
+
+    out = tmp_path / "tables"
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    assert "different policy weights" not in capsys.readouterr().err  # no record: nothing to compare
+    for d in dirs:
+        stamp(d, "a" * 64)
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    assert "different policy weights" not in capsys.readouterr().err
+    stamp(dirs[-1], "b" * 64)
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "setting a start from 2 different policy weights" in err
+    assert f"{'a' * 12}: 3 run(s)" in err
+    assert f"{'b' * 12}: 1 run(s), e.g. {dirs[-1]}" in err
+    assert len(pd.read_csv(out / "steps.csv")) == 4
+
+
 def test_cli_missing_inputs_exit_2(tmp_path, capsys):
     assert A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
     assert "c.csv is missing" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """Tests of pods.models: char tokenizer, tiny build/cache/reload, spec validation, LoRA, smol (slow)."""
 
+import hashlib
 import json
 import shutil
 import time
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from pods import models
 
@@ -68,6 +69,10 @@ def test_tiny_build_deterministic_and_complete(built):
     assert card["params"] == sum(v.numel() for v in wa.values())
     assert set(card["test_accuracy"]) == {"greedy", "T=0.7", "T=0.9", "T=1.0"}
     assert card["device"] == "cpu"  # where the warm start ran (not part of the recipe)
+    # the weights' identity and the CPU kind they were made on (issue 10: a build differs between kinds)
+    assert card["weights_sha256"] == hashlib.sha256((a / "model.safetensors").read_bytes()).hexdigest()
+    assert card["weights_sha256"] == json.loads((b / "pods_tiny.json").read_text())["weights_sha256"]
+    assert card["cpu"]["torch_capability"]
     assert json.loads((a / "config.json").read_text())["model_type"] == "qwen2"
 
 
@@ -248,3 +253,28 @@ def test_cache_root_is_a_user_cache_directory(monkeypatch, tmp_path):
     monkeypatch.delenv("PODS_CACHE")
     package = Path(models.__file__).resolve().parents[1]
     assert package not in models.cache_root().parents
+
+
+def test_policy_identity_names_the_weights_and_build_of_a_tiny_model(built, tmp_path):
+    """meta.policy of a run (pods.models.policy_identity): a tiny model's weights hash and its build's card;
+    a hub id is named, not hashed."""
+    a, _ = built
+    ident = models.policy_identity(str(a))
+    card = json.loads((a / "pods_tiny.json").read_text())
+    assert ident["scale"] == "tiny"
+    assert ident["weights_sha256"] == card["weights_sha256"] == models.weights_sha256(a)
+    assert ident["sft_steps_done"] == 4
+    assert ident["start_accuracy"] == {k: v["accuracy"] for k, v in card["test_accuracy"].items()}
+    assert ident["built_on"] == card["cpu"]
+    other = tmp_path / "other"
+    shutil.copytree(a, other)
+    weights = load_file(other / "model.safetensors")
+    first = next(iter(weights))
+    weights[first] = weights[first] + 1e-6
+    save_file(weights, other / "model.safetensors", metadata={"format": "pt"})
+    assert models.policy_identity(str(other))["weights_sha256"] != ident["weights_sha256"]
+    assert models.policy_identity("Qwen/Qwen2.5-3B-Instruct") == {
+        "spec": "Qwen/Qwen2.5-3B-Instruct",
+        "scale": "paper",
+        "source": "Qwen/Qwen2.5-3B-Instruct",
+    }

@@ -8,8 +8,10 @@ a clear error, and never NaN in the loss or the parameters.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -330,6 +332,14 @@ def test_train_smoke_writes_complete_logs(tiny_cfg, tmp_path):
         "SVE256",
     }
     assert conf["meta"]["cpu"]["model"]
+    # which weights the run started from (a tiny build differs between CPU kinds: issue 10)
+    policy = conf["meta"]["policy"]
+    assert policy["scale"] == "tiny"
+    assert (
+        policy["weights_sha256"] == hashlib.sha256(Path(cfg.policy.model, "model.safetensors").read_bytes()).hexdigest()
+    )
+    card = json.loads(Path(cfg.policy.model, "pods_tiny.json").read_text())
+    assert policy["sft_steps_done"] == card.get("sft_steps_done")  # None for this fixture's hand-made card
     # the final policy differs from the initial one
     from safetensors.torch import load_file
 
