@@ -638,12 +638,19 @@ def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
-def test_tiny_a_add_overlay_runs_the_main_comparison_of_a_on_additions(workdir):
-    """config/tiny_a_add.yaml (issue 10's record of (a) on a task that saturates): its own root and the
-    two-row sheet, (a)'s two main arms on 8 seeds each, trained and evaluated on arith_add alone at lr
-    5e-5 for 1600 steps with 1,000-problem evaluations every 25 steps, and its tables from them alone."""
-    root = "results/warm_a_add"
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_a_add.yaml", root)
+@pytest.mark.parametrize(
+    ("overlay", "root", "steps"),
+    [
+        ("config/tiny_a_add.yaml", "results/warm_a_add", 1600),
+        ("config/tiny_a_add3200.yaml", "results/warm_a_add3200", 3200),
+    ],
+)
+def test_tiny_a_add_overlays_run_the_main_comparison_of_a_on_additions(workdir, overlay, root, steps):
+    """config/tiny_a_add.yaml and tiny_a_add3200.yaml (issue 10's records of (a) on a task that saturates):
+    each its own root and the two-row sheet, (a)'s two main arms on 8 seeds each, trained and evaluated on
+    arith_add alone at lr 5e-5 for 1600 (3200) steps with 1,000-problem evaluations every 25 steps, and
+    its tables from them alone."""
+    out, jobs = overlay_train_jobs(workdir, overlay, root)
     assert len(jobs) == 16
     assert {letter for letter, _, _ in jobs} == {"a"}
     assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
@@ -651,7 +658,7 @@ def test_tiny_a_add_overlay_runs_the_main_comparison_of_a_on_additions(workdir):
     keys = ("policy.model", "task.name", "optim.lr", "budget.max_steps", "eval.every_steps", "eval.max_examples")
     keys += ("eval.datasets",)
     assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
-        ("tiny:llama-arith_warm", "arith_add", "5e-05", "1600", "25", "1000", "[arith_add]")
+        ("tiny:llama-arith_warm", "arith_add", "5e-05", str(steps), "25", "1000", "[arith_add]")
     }
     assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
