@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -406,16 +405,14 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
 
 
 def weights_sha256(model_dir: str | os.PathLike) -> str:
-    """SHA-256 over a model directory's ``*.safetensors`` files (in name order): which weights a run started from."""
-    files = sorted(Path(model_dir).glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"{model_dir} holds no *.safetensors weights")
-    h = hashlib.sha256()
-    for f in files:
-        with f.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
+    """SHA-256 of a tiny model directory's ``model.safetensors``: which weights a run started from (a tiny
+    model, at most ~85M parameters, is always saved as this one unsharded file)."""
+    from pods.released_logs import sha256_of
+
+    weights = Path(model_dir) / "model.safetensors"
+    if not weights.is_file():
+        raise FileNotFoundError(f"{model_dir} holds no model.safetensors: rebuild it (python -m pods.models build)")
+    return sha256_of(weights)
 
 
 def package_version(pkg: str) -> str:
