@@ -166,6 +166,21 @@ def _flag_overrides(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _refuse_repeated_keys(overrides: Sequence[str]) -> None:
+    """A key given twice with two values on the command line is a mistake to name, not a choice to make
+    silently (code that composes overrides, e.g. a base list plus extras, still gets the last value)."""
+    seen: dict[str, str] = {}
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        key, text = key.strip(), text.strip()
+        if sep and key in seen and seen[key] != text:
+            raise UsageError(
+                f"{key} is given twice on the command line ({key}={seen[key]} and {key}={text}). "
+                f"Fix: give {key} once, with the value you mean"
+            )
+        seen.setdefault(key, text)
+
+
 def _print_config(cfg, header: str) -> None:
     import yaml
 
@@ -274,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rest = _flag_overrides(argv[1:]) if argv[0] in ("train", "eval", "validate") else argv[1:]
         args = commands[argv[0]].parse_intermixed_args(rest)
         args.cmd = argv[0]
+        if args.cmd in ("train", "eval", "validate"):
+            _refuse_repeated_keys(args.overrides)
         handler = {"train": _cmd_train, "eval": _cmd_eval, "validate": _cmd_validate, "config": _cmd_config}[args.cmd]
         return handler(args)
     except ConfigError as e:

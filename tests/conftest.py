@@ -132,6 +132,17 @@ def tiny_policy_dir() -> Path:
     return out
 
 
+def one_per_key(*overrides: str) -> list[str]:
+    """``key=value`` overrides with the last value of each key, for the command line, which refuses a
+    key given twice with two values (tests compose a base list with extras that replace some of it)."""
+    merged: dict[str, str] = {}
+    for item in overrides:
+        key = item.partition("=")[0].strip()
+        merged.pop(key, None)
+        merged[key] = item
+    return list(merged.values())
+
+
 @pytest.fixture(scope="session")
 def tiny_overrides(tiny_policy_dir: Path) -> tuple[str, ...]:
     """Overrides of experiments/tiny_a.yaml for a seconds-long run on the test policy."""

@@ -52,11 +52,27 @@ def test_trl_style_flags_are_overrides(capsys, tiny_overrides):
         "policy.lora.enabled=true",
         "trl.report_to=[tensorboard]",
     ]
-    assert cli.main(["validate", TINY, *tiny_overrides, "--rollout.n", "16", "--rollout.m=8", "--paper"]) == 0
+    base = [o for o in tiny_overrides if not o.startswith(("rollout.n=", "rollout.m="))]
+    assert cli.main(["validate", TINY, *base, "--rollout.n", "16", "--rollout.m=8", "--paper"]) == 0
     out = capsys.readouterr().out
     assert "sel~max_variance_n~16_m~8" in out
     assert cli.main(["validate", TINY, "--rollout.n"]) == 2
     assert "--rollout.n needs a value" in capsys.readouterr().err
+
+
+def test_a_key_given_twice_with_two_values_is_refused(capsys, tiny_overrides):
+    """`rollout.n=64 ... --rollout.n 32` names the clash (exit 2) instead of silently training n = 32."""
+    base = [o for o in tiny_overrides if not o.startswith(("rollout.n=", "rollout.m="))]
+    assert cli.main(["validate", TINY, *base, "rollout.n=64", "rollout.m=16", "--rollout.n", "32", "--paper"]) == 2
+    err = capsys.readouterr().err
+    assert "rollout.n is given twice on the command line (rollout.n=64 and rollout.n=32)" in err
+    assert "Fix: give rollout.n once" in err
+    for cmd in (["train", TINY, "--dry-run"], ["eval", "no-such-run"]):  # refused before any other check
+        assert cli.main([*cmd, "eval.repeats=1", "eval.repeats=2"]) == 2
+        assert "eval.repeats is given twice" in capsys.readouterr().err
+    # the same value twice is no clash
+    assert cli.main(["validate", TINY, *base, "rollout.n=16", "rollout.m=8", "rollout.n=16", "--paper"]) == 0
+    capsys.readouterr()
 
 
 def test_released_help_names_the_program_and_every_option(capsys):

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import one_per_key
 
 pytestmark = [
     pytest.mark.gpu,
@@ -202,9 +203,13 @@ def test_pods_train_end_to_end_on_cuda_bf16(tiny_cfg, tmp_path, fast_decode):
 def test_deepspeed_zero2_one_process_pods_step(tiny_overrides, tmp_path):
     run_dir = tmp_path / "zero2"
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", ZERO2_1GPU, "--num_processes", "1"]
-    cmd += ["-m", "pods", "train", "experiments/tiny_a.yaml", *tiny_overrides, f"out_dir={run_dir}"]
-    cmd += ["hardware.device=cuda", "policy.dtype=bfloat16", "budget.max_steps=2", "eval.every_steps=2"]
-    cmd += ["hardware.num_processes=1", f"hardware.accelerate_config={ZERO2_1GPU}"]
+    cmd += ["-m", "pods", "train", "experiments/tiny_a.yaml"]
+    cmd += one_per_key(
+        *tiny_overrides,
+        f"out_dir={run_dir}",
+        *("hardware.device=cuda", "policy.dtype=bfloat16", "budget.max_steps=2", "eval.every_steps=2"),
+        *("hardware.num_processes=1", f"hardware.accelerate_config={ZERO2_1GPU}"),
+    )
     env = {**os.environ, "MASTER_PORT": "29531"}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]

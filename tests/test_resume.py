@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import one_per_key
 
 from pods.run import train
 from pods.runlog import STATE_FILE, read_jsonl
@@ -29,7 +30,14 @@ RUN = ("budget.max_steps=6", "checkpoint.every_steps=1", "eval.every_steps=2", "
 
 
 def _cmd(overrides: tuple[str, ...], out: Path) -> list[str]:
-    return [sys.executable, "-m", "pods", "train", "experiments/tiny_a.yaml", *overrides, f"out_dir={out}"]
+    return [
+        sys.executable,
+        "-m",
+        "pods",
+        "train",
+        "experiments/tiny_a.yaml",
+        *one_per_key(*overrides, f"out_dir={out}"),
+    ]
 
 
 def _start(overrides, out: Path, log: Path) -> subprocess.Popen:

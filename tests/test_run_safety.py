@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import one_per_key
 
 from pods import cli
 
@@ -22,7 +23,7 @@ SHORT = ("budget.max_steps=2", "eval.every_steps=2", "eval.max_examples=2", "che
 
 
 def _train_cli(tiny_overrides, out: Path, *extra: str) -> int:
-    return cli.main(["train", str(TINY_A), *tiny_overrides, *SHORT, f"out_dir={out}", *extra])
+    return cli.main(["train", str(TINY_A), *one_per_key(*tiny_overrides, *SHORT, f"out_dir={out}", *extra)])
 
 
 # ----------------------------------------------------------------------------------------------
