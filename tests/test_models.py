@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from pods import models
+from pods import models, tiny
 
 # A very small build: seconds on 2 CPU cores. Not warm-started to any accuracy; it checks the machinery.
 FAST = dict(
@@ -137,6 +137,38 @@ def test_tiny_built_once_and_rebuilt_when_the_recipe_changes(cache, monkeypatch)
     assert json.loads(card_path.read_text())["data_version"] == models.pdata.SYNTHETIC_VERSION
     w1, w2 = model1.state_dict(), model2.state_dict()
     assert not all(torch.equal(w1[k], w2[k]) for k in w1)  # the seed matters
+
+
+def test_a_card_from_before_a_new_spec_field_is_read_with_its_default(cache, monkeypatch):
+    """A cached model whose card predates a TinySpec field (val_samples) built with that field's default:
+    it stays fresh under a recipe that keeps the default, and is rebuilt under one that does not."""
+    fields = {k: v for k, v in FAST.items() if k != "log"}
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
+    card_path = cache / "tiny" / "llama-arith" / "pods_tiny.json"
+    models.ensure_tiny("llama-arith")
+    card = json.loads(card_path.read_text())
+    del card["spec"]["val_samples"]  # as written before the field existed
+    card_path.write_text(json.dumps(card))
+    models.ensure_tiny("llama-arith")
+    assert "val_samples" not in json.loads(card_path.read_text())["spec"]  # fresh: not rebuilt
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1, val_samples=2))
+    models.ensure_tiny("llama-arith")
+    assert json.loads(card_path.read_text())["spec"]["val_samples"] == 2  # another recipe: rebuilt
+
+
+def test_the_stopping_check_samples_each_held_out_problem_val_samples_times(tmp_path, monkeypatch):
+    seen = []
+    real = tiny.sampled_accuracy
+
+    def spy(model, tokenizer, records, *args, **kwargs):
+        seen.append(len(records))
+        return real(model, tokenizer, records, *args, **kwargs)
+
+    monkeypatch.setattr(tiny, "sampled_accuracy", spy)
+    kw = {**FAST, "sft_steps": 2, "eval_every": 1, "target_accuracy": 1.0, "test_size": 2, "val_samples": 3}
+    models.build_tiny("llama-arith", tmp_path / "m", **kw)
+    assert seen[:2] == [24, 24]  # 8 problems x 3 samples at each of the 2 checks, then the test set
+    assert models.TINY_MODELS["llama-arith_warm"].val_samples == 4  # the (a)/(e) model: a finer check
 
 
 def test_tiny_registry_and_errors(cache):
