@@ -278,6 +278,11 @@ def resolve_tiny_spec(name: str, **overrides: Any) -> TinySpec:
         raise PolicyError(f"tiny models train on a synthetic task; {spec.task!r} is not one of {pdata.SYNTHETIC_TASKS}")
     if spec.arch not in ("llama", "qwen2"):
         raise PolicyError(f"unknown tiny architecture {spec.arch!r}; choose llama or qwen2")
+    if spec.val_samples < 1 or spec.val_size < 1:
+        raise PolicyError(
+            f"val_size={spec.val_size} and val_samples={spec.val_samples}: the stopping check needs at least one "
+            "held-out problem sampled at least once (val_size >= 1, val_samples >= 1)"
+        )
     return spec
 
 

@@ -181,7 +181,9 @@ def test_tiny_registry_and_errors(cache):
         models.describe_policy("tiny:gpt-arith")
     with pytest.raises(models.PolicyError, match="synthetic task"):
         models.describe_policy("tiny:llama-gsm8k")
-    assert not any((cache / "tiny").iterdir())  # describing never builds
+    with pytest.raises(models.PolicyError, match="val_samples >= 1"):
+        models.build_tiny("llama-arith", cache / "tiny" / "x", val_samples=0, log=False)
+    assert not any((cache / "tiny").iterdir())  # describing never builds; a bad recipe builds nothing
 
 
 def test_describe_paper_models_without_network():
