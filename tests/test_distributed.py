@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import one_per_key
 
 import pods.evaluation as pe
 import pods.trainer as pt
@@ -77,10 +78,7 @@ def test_two_processes_select_like_one(tiny_overrides, tiny_cfg, tmp_path, monke
         "pods",
         "train",
         "experiments/tiny_a.yaml",
-        *tiny_overrides,
-        *GA_RUN,
-        "hardware.num_processes=2",
-        f"out_dir={tmp_path / 'two'}",
+        *one_per_key(*tiny_overrides, *GA_RUN, "hardware.num_processes=2", f"out_dir={tmp_path / 'two'}"),
     ]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
