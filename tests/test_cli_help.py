@@ -40,6 +40,11 @@ def test_train_help_and_pods_config_list_every_key(capsys):
     assert "use one of" in capsys.readouterr().err
 
 
+def _without_n_m(overrides):
+    """The test overrides less rollout.n and rollout.m, which these tests give on the command line."""
+    return [o for o in overrides if not o.startswith(("rollout.n=", "rollout.m="))]
+
+
 def test_trl_style_flags_are_overrides(capsys, tiny_overrides):
     assert cli._flag_overrides(["--rollout.n", "8", "--rollout.m=4", "x.yaml", "--dry-run", "optim.lr=1e-3"]) == [
         "rollout.n=8",
@@ -52,7 +57,7 @@ def test_trl_style_flags_are_overrides(capsys, tiny_overrides):
         "policy.lora.enabled=true",
         "trl.report_to=[tensorboard]",
     ]
-    base = [o for o in tiny_overrides if not o.startswith(("rollout.n=", "rollout.m="))]
+    base = _without_n_m(tiny_overrides)
     assert cli.main(["validate", TINY, *base, "--rollout.n", "16", "--rollout.m=8", "--paper"]) == 0
     out = capsys.readouterr().out
     assert "sel~max_variance_n~16_m~8" in out
@@ -62,7 +67,7 @@ def test_trl_style_flags_are_overrides(capsys, tiny_overrides):
 
 def test_a_key_given_twice_with_two_values_is_refused(capsys, tiny_overrides):
     """`rollout.n=64 ... --rollout.n 32` names the clash (exit 2) instead of silently training n = 32."""
-    base = [o for o in tiny_overrides if not o.startswith(("rollout.n=", "rollout.m="))]
+    base = _without_n_m(tiny_overrides)
     assert cli.main(["validate", TINY, *base, "rollout.n=64", "rollout.m=16", "--rollout.n", "32", "--paper"]) == 2
     err = capsys.readouterr().err
     assert "rollout.n is given twice on the command line (rollout.n=64 and rollout.n=32)" in err
