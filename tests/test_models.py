@@ -168,7 +168,27 @@ def test_the_stopping_check_samples_each_held_out_problem_val_samples_times(tmp_
     kw = {**FAST, "sft_steps": 2, "eval_every": 1, "target_accuracy": 1.0, "test_size": 2, "val_samples": 3}
     models.build_tiny("llama-arith", tmp_path / "m", **kw)
     assert seen[:2] == [24, 24]  # 8 problems x 3 samples at each of the 2 checks, then the test set
-    assert models.TINY_MODELS["llama-arith_warm"].val_samples == 1  # the (a)/(e) model keeps the older check
+    warm = models.TINY_MODELS["llama-arith_warm"]  # the (a)/(e) model: annealed, its checks only recorded
+    assert (warm.anneal, warm.val_samples) == (True, 1)
+
+
+def test_annealed_warm_start_decays_lr_to_zero_and_trains_every_step(tmp_path):
+    spec = tiny.TinySpec(sft_steps=10, warmup_steps=2, anneal=True)
+    factors = [tiny._lr_factor(spec, s) for s in range(spec.sft_steps)]
+    assert factors[:3] == [0.5, 1.0, 1.0]  # warmup, then the full lr
+    assert factors[-1] == pytest.approx(1 / 8)
+    assert factors[1:] == sorted(factors[1:], reverse=True)  # then only down
+    assert tiny._lr_factor(spec, spec.sft_steps) == 0.0
+    assert tiny._lr_factor(tiny.TinySpec(warmup_steps=2), 10_000) == 1.0  # the default stays constant
+    # target 0 would stop the constant-lr build at its first check; the annealed one trains all its steps
+    card = json.loads(
+        (models.build_tiny("llama-arith", tmp_path / "c", **FAST, target_accuracy=0.0) / "pods_tiny.json").read_text()
+    )
+    assert (card["sft_steps_done"], card["stop_reason"]) == (2, "target_accuracy")
+    kw = {**FAST, "target_accuracy": 0.0, "anneal": True}
+    card = json.loads((models.build_tiny("llama-arith", tmp_path / "a", **kw) / "pods_tiny.json").read_text())
+    assert (card["sft_steps_done"], card["stop_reason"]) == (4, "sft_steps")
+    assert [h["step"] for h in card["history"]] == [2, 4]  # the checks are still recorded
 
 
 def test_tiny_registry_and_errors(cache):
