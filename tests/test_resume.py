@@ -101,7 +101,7 @@ def _kill_when(proc: subprocess.Popen, out: Path, steps_done: int | None, second
     return True
 
 
-def _finish(overrides, out: Path) -> None:
+def _finish(overrides, out: Path) -> str:
     done = subprocess.run(
         _cmd(overrides, out),
         cwd=REPO,
@@ -111,6 +111,7 @@ def _finish(overrides, out: Path) -> None:
         env={**os.environ, "PODS_NO_PROGRESS": "1"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
 
 
 def test_sigkill_after_a_checkpoint_then_resume(reference, tmp_path):
@@ -124,8 +125,24 @@ def test_sigkill_after_a_checkpoint_then_resume(reference, tmp_path):
     assert killed, f"the run ended before step {k} could be interrupted:\n{log.read_text()[-2000:]}"
     assert not (out / "summary.json").exists()
     assert _has_checkpoint(out)
-    _finish(overrides, out)
+    stderr = _finish(overrides, out)
     _assert_same_run(out, ref)
+    # the tied lm_head is restored with the embedding it shares; transformers' warning would say it was lost
+    assert "There were missing keys" not in stderr
+
+
+def test_a_tied_head_is_not_reported_missing_but_an_untied_one_is():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from pods.trainer.hook import really_missing
+
+    cfg = dict(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2)
+    tied = LlamaForCausalLM(LlamaConfig(**cfg, tie_word_embeddings=True))
+    assert really_missing(tied, ["lm_head.weight"]) == []
+    both = ["model.embed_tokens.weight", "lm_head.weight"]  # neither name loaded: both really missing
+    assert really_missing(tied, both) == both
+    untied = LlamaForCausalLM(LlamaConfig(**cfg, tie_word_embeddings=False))
+    assert really_missing(untied, ["lm_head.weight", "model.norm.weight"]) == ["lm_head.weight", "model.norm.weight"]
 
 
 @pytest.mark.slow

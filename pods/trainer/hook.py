@@ -463,6 +463,15 @@ class PODSGRPOTrainer(GRPOTrainer):
         with writing(ckpt, (OSError, RuntimeError)):
             super()._save_checkpoint(model, trial)
 
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        # A checkpoint of a model with tied embeddings stores the shared tensor once (under
+        # model.embed_tokens.weight), so loading it restores lm_head.weight too; transformers still
+        # warns "missing keys ... ['lm_head.weight']" (unless the model lists it in
+        # _keys_to_ignore_on_save). Only a name whose tensor no loaded name shares stays missing.
+        if hasattr(load_result, "_replace"):  # torch's _IncompatibleKeys, a named tuple
+            load_result = load_result._replace(missing_keys=really_missing(self.model, load_result.missing_keys))
+        super()._issue_warnings_after_load(load_result)
+
     def load_checkpoint_weights(self, checkpoint: str | os.PathLike) -> None:
         """Load only the model weights of ``checkpoint`` (HF ``Trainer._load_from_checkpoint``)."""
         self._load_from_checkpoint(str(checkpoint))
@@ -502,6 +511,17 @@ class PODSGRPOTrainer(GRPOTrainer):
         out = Path(self.args.output_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "README.md").write_text(text, encoding="utf-8")
+
+
+def really_missing(model: torch.nn.Module, missing_keys: list[str]) -> list[str]:
+    """The keys of ``missing_keys`` that a load really left unset: a missing name whose parameter is
+    also registered under a name that was loaded (tied embeddings) holds the loaded values."""
+    names_of: dict[int, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        names_of.setdefault(id(param), []).append(name)
+    missing = set(missing_keys)
+    loaded_alias = {n for names in names_of.values() if not set(names) <= missing for n in names}
+    return [k for k in missing_keys if k not in loaded_alias]
 
 
 def _identity(batch: dict) -> dict:
