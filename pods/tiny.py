@@ -418,8 +418,8 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.to("cpu").save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    # Which weights these are and where they were made: the build is deterministic on one kind of CPU, and
-    # only close (not equal) elsewhere; a stop at target_accuracy on a chaotic warm start even lands on
+    # Which weights these are and where they were made: the build is deterministic on one kind of CPU, not
+    # across kinds (float rounding differs), and a stop at target_accuracy on a chaotic warm start lands on
     # different steps (issue 10: the constant-lr llama-arith_warm stopped at 450, 550 and 650 SFT steps).
     from pods.runlog import cpu_info
 
