@@ -516,12 +516,10 @@ class PODSGRPOTrainer(GRPOTrainer):
 def really_missing(model: torch.nn.Module, missing_keys: list[str]) -> list[str]:
     """The keys of ``missing_keys`` that a load really left unset: a missing name whose parameter is
     also registered under a name that was loaded (tied embeddings) holds the loaded values."""
-    names_of: dict[int, list[str]] = {}
-    for name, param in model.named_parameters(remove_duplicate=False):
-        names_of.setdefault(id(param), []).append(name)
+    params = dict(model.named_parameters(remove_duplicate=False))
     missing = set(missing_keys)
-    loaded_alias = {n for names in names_of.values() if not set(names) <= missing for n in names}
-    return [k for k in missing_keys if k not in loaded_alias]
+    loaded = {id(p) for name, p in params.items() if name not in missing}
+    return [k for k in missing_keys if k not in params or id(params[k]) not in loaded]
 
 
 def _identity(batch: dict) -> dict:
