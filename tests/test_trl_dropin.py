@@ -138,6 +138,28 @@ def test_pods_config_and_keyword_errors(tiny_policy_dir, tmp_path):
         build(_user_args(tmp_path), pods_m=2, pods_grad_accum=3)
 
 
+def test_pods_config_is_refused_by_a_trainer_that_would_ignore_it(tiny_policy_dir, tmp_path):
+    from trl import GRPOTrainer
+
+    from pods.models import load_policy
+
+    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    ds = records_to_dataset([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)])
+    args = _user_args(tmp_path, cls=PODSConfig, pods_m=2)
+    args.get_process_log_level()  # an HF-style script setting up its logging first is not a trainer: fine
+    kw = dict(model=model, reward_funcs=lambda completions, **_: [0.0] * len(completions), train_dataset=ds,
+              processing_class=tok)  # fmt: skip
+    # trl.GRPOTrainer would train on all n = 4 rollouts, silently: refused, with the trainer to use instead
+    with pytest.raises(TypeError, match=r"PODSConfig\(pods_m=2\) was given to trl.*GRPOTrainer.*PODSGRPOTrainer"):
+        GRPOTrainer(args=args, **kw)
+
+    class MyTrainer(PODSGRPOTrainer):  # a user's subclass of the PODS trainer is one
+        pass
+
+    assert MyTrainer(args=args, **kw).pods_m == 2
+    GRPOTrainer(args=_user_args(tmp_path), **kw)  # TRL's own config still builds TRL's own trainer
+
+
 def test_epoch_sampler_reshuffles_per_epoch_with_trl_length():
     s = EpochRepeatSampler(list(range(10)), mini_repeat_count=2, batch_size=3, repeat_count=2, shuffle=True, seed=1)
     assert len(s) == (10 // 3) * 3 * 2 * 2 == len(list(s))  # TRL's RepeatSampler length: one epoch

@@ -6,6 +6,7 @@ Part of :mod:`pods.trainer` (the one place that touches TRL or HF Trainer intern
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,29 @@ class PODSConfig(GRPOConfig):
             raise ValueError(
                 f"PODSConfig: pods_normalize={self.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)"
             )
+
+    def get_process_log_level(self) -> int:
+        # transformers.Trainer.__init__ asks its args for this once, early (before any training); a trainer other
+        # than PODSGRPOTrainer (trl.GRPOTrainer itself) would ignore every pods_* field and train vanilla GRPO on
+        # all num_generations rollouts, so it is refused here. Callers that are not trainers (an HF-style script
+        # setting up logging) are not affected.
+        _refuse_foreign_trainer(self, sys._getframe(1).f_locals.get("self"))
+        return super().get_process_log_level()
+
+
+def _refuse_foreign_trainer(args: PODSConfig, owner: Any) -> None:
+    """Raise if ``owner`` is a transformers ``Trainer`` that is not a :class:`~pods.trainer.PODSGRPOTrainer`."""
+    from transformers import Trainer
+
+    from pods.trainer.hook import PODSGRPOTrainer
+
+    if isinstance(owner, Trainer) and not isinstance(owner, PODSGRPOTrainer):
+        raise TypeError(
+            f"PODSConfig(pods_m={args.pods_m}) was given to {type(owner).__module__}.{type(owner).__name__}, which "
+            "ignores the pods_* fields: it would train vanilla GRPO on all "
+            f"num_generations={args.num_generations} rollouts per prompt. Build pods.PODSGRPOTrainer (a drop-in "
+            "subclass of trl.GRPOTrainer, same arguments) instead, or pass a plain trl.GRPOConfig for GRPO"
+        )
 
 
 def _check_rule(who: str, rule: Any, n: int, m: Any) -> None:
