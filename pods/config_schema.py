@@ -392,6 +392,10 @@ class EvalConfig(_Section):
     """Evaluate every this many optimizer steps instead (deterministic tests); replaces every_s when set."""
     datasets: tuple[str, ...] = ("gsm8k",)
     """Test sets (pods.registry.TASKS); the one equal to task.name reads task.test when that is set."""
+    others_every: int = 1
+    """Evaluate the test sets after the first (Fig. 7's other sets) only at every this-many-th point of the grid
+    (grid points 0, k, 2k, ...) and at the run's last evaluation; 1 = at every evaluation (the paper). The
+    first set, the primary one, is evaluated at every point; each set's sampling seed does not depend on it."""
     max_examples: int | None = None
     """Evaluate on the first this many test problems; null = the whole test set."""
     repeats: int = 5
@@ -431,6 +435,8 @@ class EvalConfig(_Section):
                 )
         if len(set(self.datasets)) != len(self.datasets):
             self._fail("datasets", "names a test set twice", "list each test set once")
+        if self.others_every < 1:
+            self._fail("others_every", "must be >= 1", "use 1 (every evaluation) or e.g. 4 (every 4th)")
         if self.max_examples is not None and self.max_examples < 1:
             self._fail("max_examples", "must be >= 1 or null", "use null for the whole test set")
         if self.repeats < 1:

@@ -265,6 +265,7 @@ NAME_VOCAB: dict[str, str] = {
     "eval.every_steps": "evalsteps",
     "eval.datasets": "evalds",
     "eval.max_examples": "evaln",
+    "eval.others_every": "evalothers",
     "eval.repeats": "evalrep",
     "eval.temperature": "evaltemp",
     "eval.max_completion_length": "evallen",

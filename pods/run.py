@@ -165,6 +165,8 @@ class RunController(TrainerCallback):
         results = []
         with tr.eval_generator() as gen:
             for d_idx, (name, examples) in enumerate(self.eval_sets):
+                if d_idx and grid_index is not None and grid_index % ecfg.others_every and not self.stop_reason:
+                    continue  # eval.others_every: a set other than the primary one, off its coarser grid
                 t1 = time.perf_counter()
                 res = evaluate_policy(
                     gen,

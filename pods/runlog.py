@@ -304,7 +304,9 @@ def cpu_info() -> dict[str, str | None]:
         capability = torch.backends.cpu.get_cpu_capability()
     except (ImportError, AttributeError):
         capability = None
-    return {"model": model, "torch_capability": capability}
+    from pods.kernels import kernels_label
+
+    return {"model": model, "torch_capability": capability, "kernels": kernels_label()}
 
 
 def run_meta(num_processes: int = 1, distributed: dict | None = None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from pods import data as pdata
+from pods.kernels import kernels_label
 
 
 class PolicyError(ValueError):
@@ -474,6 +475,8 @@ def ensure_tiny(name: str, device: str = "cpu") -> Path:
         card = json.loads(path.read_text())
         # A field added to TinySpec after a card was written has its default there (the recipe it built).
         built = {**_SPEC_DEFAULTS, **card.get("spec", {})}
+        if device == "cpu" and (card.get("cpu") or {}).get("kernels") != kernels_label():
+            return False  # built under other CPU kernels (pods.kernels): another model; rebuild it here
         return built == spec and card.get("data_version", 1) == pdata.SYNTHETIC_VERSION
 
     if fresh():

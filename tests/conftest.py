@@ -31,6 +31,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported; see the module docstring
+from pods.kernels import pin_cpu_kernels  # noqa: E402
+
+pin_cpu_kernels()  # the workflow's CPU kernels (pods.kernels), before any tensor is made
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_RECIPE = {"hidden": 48, "layers": 2, "heads": 4, "steps": 100, "batch": 32, "lr": 3e-3, "seed": 0, "v": 1}

@@ -520,6 +520,7 @@ CHANGES = {
     "eval.every_steps": 3,
     "eval.datasets": ["arith", "arith_mc"],
     "eval.max_examples": 50,
+    "eval.others_every": 2,
     "eval.repeats": 2,
     "eval.temperature": 0.5,
     "eval.max_completion_length": 64,

@@ -105,3 +105,20 @@ def test_tiny_scale_arm_is_deterministic(tiny_policy_dir, tmp_path):
         assert summary[key] is not None, key
         assert summary[key] >= 0, key
     assert summary["gen_s_per_step"] + summary["update_s_per_step"] == pytest.approx(summary["s_per_step"], rel=1e-6)
+
+
+def test_other_sets_on_a_coarser_grid_change_nothing_else(tiny_cfg, tmp_path):
+    """eval.others_every (the tiny (a) runs evaluate Fig. 7's sets at every 4th point): the primary set at every
+    point, the others at points 0, k, 2k, ... and at the last evaluation, each equal to the every-point run's
+    value there; training (every per-step metric) and the primary curve unchanged."""
+    run = ("budget.max_steps=5", "eval.every_steps=1", "eval.max_examples=3", "checkpoint.every_steps=10",
+           "eval.datasets=[arith,arith_heldout]")  # fmt: skip
+    every = train(tiny_cfg(tmp_path / "every", *run))
+    coarse = train(tiny_cfg(tmp_path / "coarse", *run, "eval.others_every=2"))
+    assert _strip(read_jsonl(every / "metrics.jsonl")) == _strip(read_jsonl(coarse / "metrics.jsonl"))
+    e_rows, c_rows = _strip(read_jsonl(every / "eval.jsonl")), _strip(read_jsonl(coarse / "eval.jsonl"))
+    steps = {ds: [r["step"] for r in c_rows if r["dataset"] == ds] for ds in ("arith", "arith_heldout")}
+    assert steps == {"arith": [0, 1, 2, 3, 4, 5], "arith_heldout": [0, 2, 4, 5]}
+    assert c_rows == [r for r in e_rows if r["dataset"] == "arith" or r["step"] in (0, 2, 4, 5)]
+    with pytest.raises(Exception, match="others_every"):
+        tiny_cfg(tmp_path / "bad", "eval.others_every=0")

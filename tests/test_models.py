@@ -156,6 +156,26 @@ def test_a_card_from_before_a_new_spec_field_is_read_with_its_default(cache, mon
     assert json.loads(card_path.read_text())["spec"]["val_samples"] == 2  # another recipe: rebuilt
 
 
+def test_a_model_built_under_other_cpu_kernels_is_rebuilt(cache, monkeypatch):
+    """pods.kernels: a cached build made under torch's own kernels (or before the card recorded them) is another
+    model on another CPU, so a process whose kernels are pinned rebuilds it; the card records the kernels."""
+    fields = {k: v for k, v in FAST.items() if k != "log"}
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
+    card_path = cache / "tiny" / "llama-arith" / "pods_tiny.json"
+    models.ensure_tiny("llama-arith")
+    card = json.loads(card_path.read_text())
+    assert card["cpu"]["kernels"] == tiny.kernels_label()
+    card["cpu"]["kernels"] = "native" if card["cpu"]["kernels"] == "avx2" else "avx2"
+    card["sft_seconds"] = -1.0  # a marker: gone when rebuilt
+    card_path.write_text(json.dumps(card))
+    models.ensure_tiny("llama-arith")
+    assert json.loads(card_path.read_text())["sft_seconds"] >= 0  # rebuilt
+    del card["cpu"]["kernels"]  # a card written before the kernels were recorded
+    card_path.write_text(json.dumps(card))
+    models.ensure_tiny("llama-arith")
+    assert json.loads(card_path.read_text())["sft_seconds"] >= 0
+
+
 def test_the_stopping_check_samples_each_held_out_problem_val_samples_times(tmp_path, monkeypatch):
     seen = []
     real = tiny.sampled_accuracy

@@ -1,0 +1,70 @@
+"""Which CPU kernels torch runs: pinned to one instruction set, so that CPU results are the same bits on
+every x86-64 machine that has it (issue 10).
+
+torch picks its CPU kernels at the first operation: its own (ATen) vectorised kernels by the best
+instruction set the CPU has (``torch.backends.cpu.get_cpu_capability()``: AVX2, AVX512, ...), and MKL's
+matrix products by MKL's own dispatch. Float rounding differs between those code paths. For most work
+that is harmless; for the tiny scale it is not: its warm start (pods.tiny) is a chaotic SFT run stopped
+at a sampled-accuracy check, and measured on two AMD EPYC hosts, the unpinned builds of
+``tiny:llama-arith_warm`` stopped at 450 SFT steps (AVX512 kernels, 62.4% sampled test accuracy) and at
+650 (AVX2, 79.4%): two different models, and every tiny table after them differed.
+
+``pin_cpu_kernels()`` sets, for this process, ``ATEN_CPU_CAPABILITY=avx2`` (ATen's AVX2 kernels, also on a
+CPU with AVX512) and ``MKL_CBWR=AVX2`` (MKL's conditional bitwise reproducibility on its AVX2 path). Both
+are read at torch's first operation, so it must run before any tensor is made; the ``pods`` command
+(pods/cli.py), ``python -m pods.models`` and the test suite call it first. AVX2 is the choice because
+nearly every x86-64 CPU of the last decade has it (Intel since 2013, AMD since 2015), and for the tiny
+models it costs no time: the pinned-to-baseline alternative (``default`` / ``COMPATIBLE``) made a tiny
+training step 1.6x slower here. Measured on this AVX2-only host: a build under the pins is byte-identical
+to the unpinned one, and one under ``MKL_CBWR`` with MKL limited to SSE4.2 is byte-identical to one without
+the limit; the AVX512 host's build under ``ATEN_CPU_CAPABILITY=avx2`` stopped, like this host's, at 650
+steps with the same test accuracies (docs/workflow.md).
+
+``PODS_KERNELS=native`` leaves torch's own choice (e.g. to time AVX512 kernels); a variable the user set
+is kept. On a CPU without AVX2 (or not x86-64) nothing is pinned and the run's record says so: its bits
+then match only machines of its own kind. Each run's ``config.json`` ``meta.cpu`` and each tiny model's
+card record ``kernels`` (pods.runlog.cpu_info), and a cached tiny model built under other kernels is
+rebuilt (pods.tiny.ensure_tiny).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+OPT_OUT = "PODS_KERNELS"  # =native: torch's own dispatch
+
+
+def _cpu_has_avx2() -> bool:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as fh:
+            flags = next((ln.split(":", 1)[1].split() for ln in fh if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags
+
+
+def pin_cpu_kernels() -> str:
+    """Pin this process's CPU kernels to AVX2 (see the module docstring) unless PODS_KERNELS=native or the CPU
+    has no AVX2; returns kernels_label(). torch reads both variables at its first operation, not at import,
+    so this works after ``import torch`` but not after a tensor was made (the label then says "native")."""
+    if os.environ.get(OPT_OUT, "").lower() != "native" and _cpu_has_avx2():
+        for key, value in PINNED.items():
+            os.environ.setdefault(key, value)
+    return kernels_label()
+
+
+def kernels_label() -> str:
+    """ "avx2" when this process's kernels are pinned as PINNED, else "native" (torch's own choice, or a
+    user's own variables): what the run's record and the tiny model's card say."""
+    if not all(os.environ.get(key, "").lower() == value.lower() for key, value in PINNED.items()):
+        return "native"
+    if "torch" in sys.modules:  # the variables count only if torch's first operation came after them
+        torch = sys.modules["torch"]
+        if torch.backends.cpu.get_cpu_capability() != "AVX2":
+            return "native"
+    return "avx2"

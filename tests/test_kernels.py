@@ -1,0 +1,81 @@
+"""pods.kernels: the CPU kernels torch runs are pinned to AVX2 (the same bits on every AVX2 machine, issue 10)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pods import kernels
+
+PROBE = (
+    "import json, os, sys\n"
+    "{pin}"
+    "import torch\n"
+    "x = torch.randn(64, 64)\n"
+    "(x @ x).softmax(-1).sum().item()\n"  # torch's first operations: ATen and MKL read their variables here
+    "from pods.kernels import kernels_label\n"
+    "print(json.dumps({{'capability': torch.backends.cpu.get_cpu_capability(), 'label': kernels_label(),"
+    " 'mkl_cbwr': os.environ.get('MKL_CBWR')}}))\n"
+)
+needs_avx2 = pytest.mark.skipif(not kernels._cpu_has_avx2(), reason="pinning applies to x86-64 CPUs with AVX2")
+
+
+def _probe(pin: str, **env) -> dict:
+    base = {k: v for k, v in os.environ.items() if k not in (*kernels.PINNED, kernels.OPT_OUT)}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(pin=pin)], env={**base, **env}, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@needs_avx2
+def test_pinning_before_the_first_operation_runs_avx2_kernels_even_after_import_torch():
+    pinned = _probe("import torch\nfrom pods.kernels import pin_cpu_kernels\npin_cpu_kernels()\n")
+    assert pinned == {"capability": "AVX2", "label": "avx2", "mkl_cbwr": "AVX2"}
+
+
+@needs_avx2
+def test_opt_out_and_no_pin_run_torch_s_own_choice():
+    native = _probe("from pods.kernels import pin_cpu_kernels\npin_cpu_kernels()\n", PODS_KERNELS="native")
+    assert native["label"] == "native"
+    assert native["mkl_cbwr"] is None
+    assert _probe("")["label"] == "native"  # nothing set: torch's own dispatch, and the record says so
+
+
+@needs_avx2
+def test_pinning_after_the_first_operation_is_not_claimed():
+    """ATEN_CPU_CAPABILITY=default read by torch's first operation, then the AVX2 pin: the label must not say avx2."""
+    late = _probe(
+        "os.environ['ATEN_CPU_CAPABILITY'] = 'default'\nimport torch\ntorch.ones(2).add(1)\n"
+        "del os.environ['ATEN_CPU_CAPABILITY']\nfrom pods.kernels import pin_cpu_kernels\npin_cpu_kernels()\n"
+    )
+    assert late["capability"] == "DEFAULT"
+    assert late["label"] == "native"
+
+
+@needs_avx2
+def test_the_pods_command_and_the_test_session_pin_before_torch_runs():
+    """`pods` pins first thing (pods/cli.py), and so does this test session (conftest.py)."""
+    assert kernels.kernels_label() == "avx2"
+    base = {k: v for k, v in os.environ.items() if k not in (*kernels.PINNED, kernels.OPT_OUT)}
+    code = "import os, sys\nfrom pods.cli import main\nmain(['config', 'eval'])\nprint(os.environ.get('MKL_CBWR'))"
+    out = subprocess.run([sys.executable, "-c", code], env=base, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "AVX2"
+
+
+def test_a_user_s_own_variable_is_kept(monkeypatch):
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx512")
+    monkeypatch.setattr(kernels, "_cpu_has_avx2", lambda: True)
+    kernels.pin_cpu_kernels()
+    assert os.environ["ATEN_CPU_CAPABILITY"] == "avx512"
+    assert kernels.kernels_label() == "native"
+
+
+def test_no_avx2_pins_nothing(monkeypatch):
+    for key in kernels.PINNED:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(kernels, "_cpu_has_avx2", lambda: False)
+    assert kernels.pin_cpu_kernels() == "native"
+    assert not any(key in os.environ for key in kernels.PINNED)
