@@ -475,8 +475,11 @@ def ensure_tiny(name: str, device: str = "cpu") -> Path:
         card = json.loads(path.read_text())
         # A field added to TinySpec after a card was written has its default there (the recipe it built).
         built = {**_SPEC_DEFAULTS, **card.get("spec", {})}
-        if device == "cpu" and (card.get("cpu") or {}).get("kernels") != kernels_label():
-            return False  # built under other CPU kernels (pods.kernels): another model; rebuild it here
+        # A CPU build made under other CPU kernels (pods.kernels) is another model: rebuild it here. A build
+        # made on a GPU (`pods.models build ... --device cuda`, card "device": "cuda") does not depend on the
+        # CPU's kernels, whoever asks for it: a consumer on the default CPU path must not rebuild it on CPU.
+        if card.get("device", "cpu") == "cpu" and (card.get("cpu") or {}).get("kernels") != kernels_label():
+            return False
         return built == spec and card.get("data_version", 1) == pdata.SYNTHETIC_VERSION
 
     if fresh():

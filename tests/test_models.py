@@ -176,6 +176,23 @@ def test_a_model_built_under_other_cpu_kernels_is_rebuilt(cache, monkeypatch):
     assert json.loads(card_path.read_text())["sft_seconds"] >= 0
 
 
+def test_a_model_built_on_a_gpu_is_not_rebuilt_by_a_cpu_side_consumer(cache, monkeypatch):
+    """A card written by a GPU build (device "cuda", no CPU kernels: `pods.models build ... --device cuda`, as
+    benchmarks/gpu/checks.sh does for tiny:llama-arith_85m) stays fresh for a consumer that asks on the default
+    CPU path (load_policy, `pods bench`): on the H200 of session 21 the kernel check rebuilt the 85M model on
+    the CPU and ran the benchmark's time limit out. A CPU card under other kernels is still rebuilt (above)."""
+    fields = {k: v for k, v in FAST.items() if k != "log"}
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
+    card_path = cache / "tiny" / "llama-arith" / "pods_tiny.json"
+    models.ensure_tiny("llama-arith")
+    card = json.loads(card_path.read_text())
+    card.update(device="cuda", cpu=None, sft_seconds=-1.0)  # as a GPU build writes it; -1: a marker
+    card_path.write_text(json.dumps(card))
+    models.ensure_tiny("llama-arith")
+    models.load_policy("tiny:llama-arith")
+    assert json.loads(card_path.read_text())["sft_seconds"] == -1.0  # not rebuilt
+
+
 def test_the_stopping_check_samples_each_held_out_problem_val_samples_times(tmp_path, monkeypatch):
     seen = []
     real = tiny.sampled_accuracy

@@ -34,8 +34,9 @@ pack
 stage "update memory, 85M, n=64 m=16"
 timeout 120 python3 -m pods bench memory --model $M85 --device cuda --dtype bfloat16 --n 64 --m 16 \
     --prompt-len 64 --completion-len 256 --out $R/memory_85m.csv 2>&1 | grep -v Loading
-stage "asymmetry, tiny:llama-arith (the CPU table's model and lengths), float32"
-timeout 90 python3 -m pods bench asymmetry --model tiny:llama-arith --device cuda --dtype float32 --repeats 3 \
+TINY=${PODS_GPU_TINY_MODEL:-tiny:llama-arith_warm}  # the tiny runs' model (carried; the 2026-11-24 table used tiny:llama-arith)
+stage "asymmetry, $TINY (the CPU table's lengths), float32"
+timeout 90 python3 -m pods bench asymmetry --model $TINY --device cuda --dtype float32 --repeats 3 \
     --rollouts 8 16 32 64 128 256 512 --prompt-len 64 --completion-len 128 --out $R/asymmetry_tiny.csv 2>&1 | grep -v Loading
 python3 -m pods bench cost_model $R/asymmetry_tiny.csv --m 16 --out $R/cost_model_tiny.csv 2>&1 | tail -12
 pack
