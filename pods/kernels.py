@@ -37,15 +37,24 @@ PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
 OPT_OUT = "PODS_KERNELS"  # =native: torch's own dispatch
 
 
+def cpuinfo_field(name: str) -> str | None:
+    """The value of the first ``name`` line of /proc/cpuinfo ("model name", "flags"), stripped; None where
+    there is no such line or no /proc/cpuinfo (not Linux)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for ln in fh:
+                key, sep, value = ln.partition(":")
+                if sep and key.strip() == name:
+                    return value.strip()
+    except OSError:
+        pass
+    return None
+
+
 def _cpu_has_avx2() -> bool:
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False
-    try:
-        with open("/proc/cpuinfo") as fh:
-            flags = next((ln.split(":", 1)[1].split() for ln in fh if ln.startswith("flags")), [])
-    except OSError:
-        return False
-    return "avx2" in flags
+    return "avx2" in (cpuinfo_field("flags") or "").split()
 
 
 def pin_cpu_kernels() -> str:

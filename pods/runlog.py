@@ -292,20 +292,15 @@ def cpu_info() -> dict[str, str | None]:
     the same whatever the machine's load, but float rounding differs between instruction sets (issue 10:
     the tiny scale's gradients differ in their last bits under AVX2 vs AVX512 dispatch, and a sampled
     token can flip many steps later), so runs compare bit for bit only on the same CPU kind."""
-    model = platform.processor() or None
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), model)
-    except OSError:
-        pass
+    from pods.kernels import cpuinfo_field, kernels_label
+
+    model = cpuinfo_field("model name") or platform.processor() or None
     try:
         import torch
 
         capability = torch.backends.cpu.get_cpu_capability()
     except (ImportError, AttributeError):
         capability = None
-    from pods.kernels import kernels_label
-
     return {"model": model, "torch_capability": capability, "kernels": kernels_label()}
 
 

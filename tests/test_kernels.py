@@ -79,3 +79,24 @@ def test_no_avx2_pins_nothing(monkeypatch):
     monkeypatch.setattr(kernels, "_cpu_has_avx2", lambda: False)
     assert kernels.pin_cpu_kernels() == "native"
     assert not any(key in os.environ for key in kernels.PINNED)
+
+
+def test_cpuinfo_field_reads_the_first_line_of_a_name(tmp_path, monkeypatch):
+    """pods.kernels.cpuinfo_field, behind both the AVX2 check and the run record's CPU model
+    (pods.runlog.cpu_info): the first line whose key is the name, stripped; None without it."""
+    fake = tmp_path / "cpuinfo"
+    fake.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU @ 2GHz\nflags\t\t: fpu sse avx avx2\n\nmodel name\t: other\n"
+    )
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: real_open(fake if f == "/proc/cpuinfo" else f, *a, **k))
+    assert kernels.cpuinfo_field("model name") == "Test CPU @ 2GHz"
+    assert kernels.cpuinfo_field("flags").split()[-1] == "avx2"
+    assert kernels.cpuinfo_field("model") is None  # a key, not a prefix
+    from pods.runlog import cpu_info
+
+    assert cpu_info()["model"] == "Test CPU @ 2GHz"
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    assert kernels._cpu_has_avx2()
+    fake.write_text("flags\t: fpu sse avx\n")
+    assert not kernels._cpu_has_avx2()
