@@ -617,6 +617,21 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
     assert sum(1 for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] == "600") == 10
 
 
+def test_tiny_seeds16_overlay_adds_seeds_8_to_15_to_a_and_e_in_the_default_root(workdir):
+    """config/tiny_seeds16.yaml (issue 10's record of 16 seeds per arm): the default root and budgets, (a)'s
+    and (e)'s main arms on seeds 0-15 (so after the main job only 8-15 train), everything else as the
+    default tiny scale (the sweeps and ablations keep their 3 seeds)."""
+    _, jobs = overlay_train_jobs(workdir, "config/tiny_seeds16.yaml", "results")
+    main = {}
+    for letter, args, _ in jobs:
+        if (letter, args["budget.max_steps"]) in {("a", "600"), ("e", "150")}:
+            main.setdefault((letter, args["rollout.n"], args["rollout.m"]), set()).add(int(args["seed"]))
+    assert set(main) == {("a", "16", "16"), ("a", "64", "16"), ("e", "8", "8"), ("e", "32", "8")}
+    assert all(seeds == set(range(16)) for seeds in main.values()), main
+    sweeps = {args["seed"] for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] != "600"}
+    assert sweeps == {"0", "1", "2"}
+
+
 @pytest.mark.parametrize(("overlay", "steps"), [("config/tiny_a2000.yaml", 2000), ("config/tiny_a4000.yaml", 4000)])
 def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay, steps):
     """config/tiny_a2000.yaml and tiny_a4000.yaml (issue 10's records of (a) at 2000 and 4000 steps): each
