@@ -270,7 +270,7 @@ def _one_paragraph(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pods` command; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    pin_cpu_kernels()  # before torch's first operation: the same bits on every AVX2 machine (pods.kernels)
+    pin_cpu_kernels()  # before torch's first operation: the same bits on AVX2 machines of one vendor (pods.kernels)
     try:
         # Pass-through commands keep their arguments verbatim (argparse would eat their --flags).
         if argv and argv[0] == "bench":

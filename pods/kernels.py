@@ -1,5 +1,5 @@
 """Which CPU kernels torch runs: pinned to one instruction set, so that CPU results are the same bits on
-every x86-64 machine that has it (issue 10).
+the x86-64 machines of one CPU vendor that have it (issue 10; AMD and Intel differ, below).
 
 torch picks its CPU kernels at the first operation: its own (ATen) vectorised kernels by the best
 instruction set the CPU has (``torch.backends.cpu.get_cpu_capability()``: AVX2, AVX512, ...), and MKL's
@@ -19,6 +19,13 @@ training step 1.6x slower here. Measured on this AVX2-only host: a build under t
 to the unpinned one, and one under ``MKL_CBWR`` with MKL limited to SSE4.2 is byte-identical to one without
 the limit; the AVX512 host's build under ``ATEN_CPU_CAPABILITY=avx2`` stopped, like this host's, at 650
 steps with the same test accuracies (docs/workflow.md).
+
+Across vendors the pin does not hold (session 22, benchmarks/README.md "A second kind of CPU"): on an Intel
+Xeon (AVX512, AMX) under the same two variables MKL's matrix-vector product, some matrix shapes and its
+vector ``exp``/``log`` round otherwise than on the AMD EPYC hosts, and the warm build stopped at 550
+steps, not 650 (benchmarks/kernel_fingerprint.py locates such differences). ``MKL_CBWR=COMPATIBLE`` makes
+every probed operation agree but the AdamW step, gives another model on AMD and costs a tiny step 1.14x,
+so the pin stays AVX2 and the tables are the same bits per vendor, not everywhere.
 
 ``PODS_KERNELS=native`` leaves torch's own choice (e.g. to time AVX512 kernels); a variable the user set
 is kept. On a CPU without AVX2 (or not x86-64) nothing is pinned and the run's record says so: its bits

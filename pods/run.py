@@ -600,7 +600,7 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
     ckpt, state = open_run_dir(cfg, logger, dist)
     trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)
     if dist.is_main_process and logger.read_config() is None:  # only once the run could be built: a failed
-        meta = run_meta(dist.num_processes, launch_info(trainer))  # start does not bind the directory
+        meta = run_meta(dist.num_processes, launch_info(trainer), use_cuda)  # start does not bind the directory
         from pods.models import policy_identity
 
         meta["policy"] = policy_identity(cfg.policy.model)  # which weights (a tiny build differs by CPU)

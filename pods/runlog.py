@@ -304,14 +304,17 @@ def cpu_info() -> dict[str, str | None]:
     return {"model": model, "torch_capability": capability, "kernels": kernels_label()}
 
 
-def run_meta(num_processes: int = 1, distributed: dict | None = None) -> dict[str, Any]:
+def run_meta(num_processes: int = 1, distributed: dict | None = None, use_cuda: bool | None = None) -> dict[str, Any]:
     """The ``meta`` block of config.json: versions, git commit, start time, host, device, CPU, and how
-    the run was launched (``distributed``: accelerate's distributed type and DeepSpeed's ZeRO stage)."""
+    the run was launched (``distributed``: accelerate's distributed type and DeepSpeed's ZeRO stage).
+    ``device`` is the GPU's name where the run uses one (``use_cuda``), else "cpu": a CPU run on a machine
+    with a GPU (``hardware.device=cpu``) says "cpu" (it said the GPU's name until session 22). ``use_cuda``
+    None: the GPU where one is visible."""
     device = "cpu"
     try:
         import torch
 
-        if torch.cuda.is_available():
+        if torch.cuda.is_available() and use_cuda is not False:
             device = torch.cuda.get_device_name(0)
     except ImportError:
         pass

@@ -462,28 +462,59 @@ def file_lock(path: Path) -> Iterator[None]:
 
 
 def ensure_tiny(name: str, device: str = "cpu") -> Path:
-    """Directory of the cached tiny model `name`, built on first use (its warm start on `device`)."""
+    """Directory of the cached tiny model `name`, built on first use (its warm start on `device`).
+
+    A CPU build made under other CPU kernels (pods.kernels: the pinned "avx2" or torch's own, "native") is
+    another model, so this process rebuilds it; the other build is not thrown away but kept beside it as
+    ``<name>@<kernels>`` and moved back, instead of a rebuild, when a process under those kernels asks
+    again (a run under ``PODS_KERNELS=native`` or a user's ``MKL_CBWR`` then costs the pinned build nothing)."""
     spec = dataclasses.asdict(resolve_tiny_spec(name))  # unknown names fail before any lock or build
     out = cache_root() / "tiny" / name
 
-    def fresh() -> bool:
+    def card_of(d: Path) -> dict | None:
+        path = d / "pods_tiny.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def same_recipe(card: dict) -> bool:
         # A cached build made from an older recipe (TINY_MODELS changed) or from older synthetic
         # data (pods.data.SYNTHETIC_VERSION bumped) is stale: rebuild it.
-        path = out / "pods_tiny.json"
-        if not path.is_file():
-            return False
-        card = json.loads(path.read_text())
         # A field added to TinySpec after a card was written has its default there (the recipe it built).
         built = {**_SPEC_DEFAULTS, **card.get("spec", {})}
-        # A CPU build made under other CPU kernels (pods.kernels) is another model: rebuild it here. A build
-        # made on a GPU (`pods.models build ... --device cuda`, card "device": "cuda") does not depend on the
-        # CPU's kernels, whoever asks for it: a consumer on the default CPU path must not rebuild it on CPU.
-        if card.get("device", "cpu") == "cpu" and (card.get("cpu") or {}).get("kernels") != kernels_label():
-            return False
         return built == spec and card.get("data_version", 1) == pdata.SYNTHETIC_VERSION
+
+    def built_kernels(card: dict) -> str | None:
+        # A build made on a GPU (`pods.models build ... --device cuda`, card "device": "cuda") does not depend
+        # on the CPU's kernels, whoever asks for it: a consumer on the default CPU path must not rebuild it.
+        return kernels_label() if card.get("device", "cpu") != "cpu" else (card.get("cpu") or {}).get("kernels")
+
+    def fresh(d: Path = out) -> bool:
+        card = card_of(d)
+        return card is not None and same_recipe(card) and built_kernels(card) == kernels_label()
 
     if fresh():
         return out
+    with file_lock(cache_root() / "tiny" / f".{name}.lock"):
+        if fresh():  # another process may have built it meanwhile
+            return out
+        card = card_of(out)
+        other = built_kernels(card) if card is not None and same_recipe(card) else None
+        if other is not None:  # stale only by its kernels: keep it for the processes that run under them
+            aside = out.parent / f"{name}@{other}"
+            shutil.rmtree(aside, ignore_errors=True)
+            out.rename(aside)
+            print(f"[pods.models] {out} was built under {other} CPU kernels, not {kernels_label()}: kept as {aside}",
+                  file=sys.stderr)  # fmt: skip
+        back = out.parent / f"{name}@{kernels_label()}"
+        if fresh(back):
+            shutil.rmtree(out, ignore_errors=True)
+            back.rename(out)
+            print(f"[pods.models] {out}: the build under {kernels_label()} CPU kernels moved back from {back}",
+                  file=sys.stderr)  # fmt: skip
+            return out
+        if card is not None and other is None:
+            print(f"[pods.models] {out} was built from another recipe; rebuilding", file=sys.stderr)
+        build_tiny(name, out, log=device != "cpu", device=device)
+    return out
     with file_lock(cache_root() / "tiny" / f".{name}.lock"):
         if not fresh():  # another process may have built it meanwhile
             if (out / "pods_tiny.json").is_file():

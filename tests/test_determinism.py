@@ -122,3 +122,36 @@ def test_other_sets_on_a_coarser_grid_change_nothing_else(tiny_cfg, tmp_path):
     assert c_rows == [r for r in e_rows if r["dataset"] == "arith" or r["step"] in (0, 2, 4, 5)]
     with pytest.raises(Exception, match="others_every"):
         tiny_cfg(tmp_path / "bad", "eval.others_every=0")
+
+
+def test_compare_runs_ignores_seconds_and_names_the_first_difference(tmp_path, capsys):
+    """scripts/compare_runs.py (criterion 1's check between two roots of runs, e.g. two machines): values
+    measured in seconds or bytes may differ, anything else makes the run DIFFERENT, with the first key."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("compare_runs", Path(__file__).parents[1] / "scripts/compare_runs.py")
+    cmp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cmp)
+
+    def write(root, time_s, reward):
+        d = root / "e" / "arm" / "seed~0"
+        d.mkdir(parents=True)
+        steps = [{"step": s, "time_s": time_s * s, "gen_time_s": time_s, "peak_mem_mb": 600 + time_s,
+                  "reward_mean": reward if s == 2 else 1.0} for s in (1, 2)]  # fmt: skip
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
+        ev = {"step": 0, "dataset": "arith", "accuracy": 0.5, "time_s": 0.0, "eval_time_s": time_s}
+        (d / "eval.jsonl").write_text(json.dumps(ev) + "\n")
+
+    write(tmp_path / "a", 1.0, 2.0)
+    write(tmp_path / "b", 3.5, 2.0)  # slower machine, same bits
+    write(tmp_path / "c", 1.0, 2.5)
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "1 of 1 shared runs identical" in capsys.readouterr().out
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+    assert (
+        "DIFFERENT  e/arm/seed~0  first: metrics.jsonl record 1 (step 2): reward_mean = 2.0 vs 2.5"
+        in capsys.readouterr().out
+    )
+    (tmp_path / "empty").mkdir()
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "empty")]) == 1  # nothing compared is no pass

@@ -176,6 +176,39 @@ def test_a_model_built_under_other_cpu_kernels_is_rebuilt(cache, monkeypatch):
     assert json.loads(card_path.read_text())["sft_seconds"] >= 0
 
 
+def test_a_build_under_other_kernels_is_kept_aside_and_moved_back_not_rebuilt(cache, monkeypatch):
+    """Session 22: a profile under a user's MKL_CBWR (kernels "native") rebuilt the pinned warm model in place,
+    and the pinned bits (7 min of build here) were gone. Now the other build is kept as <name>@<kernels> and
+    moved back when a process under its kernels asks again: two switches cost one build, not two."""
+    import pods.kernels
+
+    fields = {k: v for k, v in FAST.items() if k != "log"}
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
+    builds = []
+    real_build = tiny.build_tiny
+    monkeypatch.setattr(tiny, "build_tiny", lambda *a, **k: builds.append(a[0]) or real_build(*a, **k))
+    out = cache / "tiny" / "llama-arith"
+    pinned = tiny.kernels_label()
+    other = "native" if pinned == "avx2" else "avx2"
+    models.ensure_tiny("llama-arith")
+    sha_pinned = json.loads((out / "pods_tiny.json").read_text())["weights_sha256"]
+    for mod in (tiny, pods.kernels):  # a process under the other kernels (runlog.cpu_info reads pods.kernels)
+        monkeypatch.setattr(mod, "kernels_label", lambda: other)
+    models.ensure_tiny("llama-arith")
+    assert json.loads((out / "pods_tiny.json").read_text())["cpu"]["kernels"] == other
+    assert (
+        json.loads((cache / "tiny" / f"llama-arith@{pinned}" / "pods_tiny.json").read_text())["weights_sha256"]
+        == sha_pinned
+    )  # kept, not deleted
+    for mod in (tiny, pods.kernels):
+        monkeypatch.setattr(mod, "kernels_label", lambda: pinned)
+    models.ensure_tiny("llama-arith")
+    card = json.loads((out / "pods_tiny.json").read_text())
+    assert (card["cpu"]["kernels"], card["weights_sha256"]) == (pinned, sha_pinned)  # moved back
+    assert (cache / "tiny" / f"llama-arith@{other}" / "pods_tiny.json").is_file()
+    assert len(builds) == 2  # the first build and the one under the other kernels; no third
+
+
 def test_a_model_built_on_a_gpu_is_not_rebuilt_by_a_cpu_side_consumer(cache, monkeypatch):
     """A card written by a GPU build (device "cuda", no CPU kernels: `pods.models build ... --device cuda`, as
     benchmarks/gpu/checks.sh does for tiny:llama-arith_85m) stays fresh for a consumer that asks on the default

@@ -225,12 +225,15 @@ def run(args: argparse.Namespace) -> list[dict]:
             f"even a 1-row update needs ~{max(a_mb + b_mb, c_mb):.0f} MB > --mem-limit-mb {limit:.0f}; raise the limit "
             "or shorten --completion-len"
         )
-    # Warm-up generation (first-call allocations and lazy initialisation must not count for R = min).
+    # Warm-up generation at the smallest R and the full length: first-call allocations, lazy initialisation
+    # and (CUDA) the clocks' ramp must not count for R = min. A 2-row, 4-token warm-up left the H200's R = 8
+    # call slower than its R = 32 call (10.1 s vs 7.1 s, 2026-11-26), which the cost-model fit read as a
+    # negative per-rollout cost.
     generate(
         model,
         prompt_ids_T,
-        2,
-        min(args.completion_len, 4),
+        min(args.rollouts),
+        args.completion_len,
         pad_id=pad_id,
         eos_id=tok.eos_token_id,
         fixed_length=True,

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 10: kernel_fingerprint under candidate pins (one JSON line per combination) to find the variables that
+# make two CPU kinds agree. From the repository root:  bash benchmarks/gpu/kernel_combos.sh OUT.jsonl [MODEL_DIR]
+# The combinations run at once (one thread each): on the GPU machine one such process took ~35 s, mostly
+# importing torch and transformers, and nine in a row ran out a 330 s limit (session 22).
+OUTF=${1:?output .jsonl}
+MODEL=${2:-resources/models/tiny/llama-arith_warm}
+names=()
+while read -r name vars; do
+    names+=("$name")
+    env $vars OMP_NUM_THREADS=1 python3 -m benchmarks.kernel_fingerprint --model "$MODEL" 2>/dev/null \
+        | python3 -c "import json,sys; d=json.load(sys.stdin); d['combo']='$name'; print(json.dumps(d))" \
+        > "$OUTF.$name.part" &
+done <<'COMBOS'
+pin PODS_X=0
+onednn ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2
+strict MKL_CBWR=AVX2,STRICT
+mklinstr MKL_ENABLE_INSTRUCTIONS=AVX2
+all3 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2,STRICT MKL_ENABLE_INSTRUCTIONS=AVX2
+compat MKL_CBWR=COMPATIBLE
+compat_onednn MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2
+default ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=SSE41 DNNL_MAX_CPU_ISA=SSE41
+native PODS_KERNELS=native
+COMBOS
+wait
+: > "$OUTF"
+for name in "${names[@]}"; do cat "$OUTF.$name.part" >> "$OUTF" && rm -f "$OUTF.$name.part"; done
+wc -l "$OUTF"
