@@ -6,7 +6,8 @@ Every run directory (one holding ``metrics.jsonl``) found under both roots, by i
 is compared record by record: ``eval.jsonl`` (every evaluation) and ``metrics.jsonl`` (every step), each value
 except the machine-bound ones (keys ending in ``time_s``, ``peak_mem_mb``). A run is ``identical`` when both
 files have the same records with equal values; otherwise the first difference is printed (file, record,
-key, both values). Runs under one root only are listed apart. Exit status 0 when every shared run is
+key, both values). A run without ``summary.json`` on either side (still training, or stopped) is listed
+as unfinished and not compared; runs under one root only are listed apart. Exit status 0 when every shared run is
 identical and at least one was compared, 1 otherwise.
 """
 
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     shared = sorted(set(a) & set(b))
     same = 0
     for rel in shared:
+        unfinished = [x for x, d in (("A", a[rel]), ("B", b[rel])) if not (d / "summary.json").is_file()]
+        if unfinished:  # a run still training (or stopped) is not compared record by record
+            print(f"UNFINISHED {rel}  (no summary.json in {' and '.join(unfinished)})")
+            continue
         diff = first_difference(a[rel], b[rel])
         n_eval, n_steps = len(_records(a[rel] / "eval.jsonl")), len(_records(a[rel] / "metrics.jsonl"))
         if diff is None:

@@ -142,6 +142,7 @@ def test_compare_runs_ignores_seconds_and_names_the_first_difference(tmp_path, c
         (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
         ev = {"step": 0, "dataset": "arith", "accuracy": 0.5, "time_s": 0.0, "eval_time_s": time_s}
         (d / "eval.jsonl").write_text(json.dumps(ev) + "\n")
+        (d / "summary.json").write_text("{}")
 
     write(tmp_path / "a", 1.0, 2.0)
     write(tmp_path / "b", 3.5, 2.0)  # slower machine, same bits
@@ -153,5 +154,8 @@ def test_compare_runs_ignores_seconds_and_names_the_first_difference(tmp_path, c
         "DIFFERENT  e/arm/seed~0  first: metrics.jsonl record 1 (step 2): reward_mean = 2.0 vs 2.5"
         in capsys.readouterr().out
     )
+    (tmp_path / "c" / "e" / "arm" / "seed~0" / "summary.json").unlink()  # c's run still training
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+    assert "UNFINISHED e/arm/seed~0  (no summary.json in B)" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     assert cmp.main([str(tmp_path / "a"), str(tmp_path / "empty")]) == 1  # nothing compared is no pass
