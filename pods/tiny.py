@@ -515,9 +515,3 @@ def ensure_tiny(name: str, device: str = "cpu") -> Path:
             print(f"[pods.models] {out} was built from another recipe; rebuilding", file=sys.stderr)
         build_tiny(name, out, log=device != "cpu", device=device)
     return out
-    with file_lock(cache_root() / "tiny" / f".{name}.lock"):
-        if not fresh():  # another process may have built it meanwhile
-            if (out / "pods_tiny.json").is_file():
-                print(f"[pods.models] {out} was built from another recipe; rebuilding", file=sys.stderr)
-            build_tiny(name, out, log=device != "cpu", device=device)
-    return out
