@@ -14,18 +14,12 @@ identical and at least one was compared, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from pods.runlog import read_jsonl
+
 MACHINE_BOUND_SUFFIXES = ("time_s", "peak_mem_mb")
-
-
-def _records(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with path.open() as fh:
-        return [json.loads(ln) for ln in fh if ln.strip()]
 
 
 def _strip(rec: dict) -> dict:
@@ -36,7 +30,7 @@ def first_difference(run_a: Path, run_b: Path) -> str | None:
     """None when the two runs agree on every value not measured in seconds or bytes; else the first
     difference, in words."""
     for name in ("eval.jsonl", "metrics.jsonl"):
-        ra, rb = _records(run_a / name), _records(run_b / name)
+        ra, rb = read_jsonl(run_a / name), read_jsonl(run_b / name)
         for i, (a, b) in enumerate(zip(ra, rb, strict=False)):  # lengths compared below
             a, b = _strip(a), _strip(b)
             if a != b:
@@ -70,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"UNFINISHED {rel}  (no summary.json in {' and '.join(unfinished)})")
             continue
         diff = first_difference(a[rel], b[rel])
-        n_eval, n_steps = len(_records(a[rel] / "eval.jsonl")), len(_records(a[rel] / "metrics.jsonl"))
+        n_eval, n_steps = len(read_jsonl(a[rel] / "eval.jsonl")), len(read_jsonl(a[rel] / "metrics.jsonl"))
         if diff is None:
             same += 1
             print(f"identical  {rel}  ({n_eval} evaluations, {n_steps} steps)")

@@ -15,7 +15,8 @@ bash benchmarks/gpu/kernel_combos.sh $R/fingerprints.jsonl
 E="experiments/tiny_e.yaml rollout.rule=max_variance budget.max_steps=150 eval.every_steps=10 budget.max_time_s=null"
 E="$E eval.every_s=null policy.model=tiny:llama-arith_warm eval.max_examples=400 rollout.n=32 rollout.m=8 seed=0"
 pids=()
-while read -r name vars; do
+for name in pin onednn strict mklinstr all3; do  # the sets of kernel_combos.txt that keep the AMD host's bits
+    vars=$(awk -v n=$name '$1 == n { $1 = ""; print }' benchmarks/gpu/kernel_combos.txt)
     mkdir -p $R/$name/cache
     env $vars PODS_CACHE=$PWD/$R/$name/cache timeout 400 python3 -m pods.models build tiny:llama-arith_warm \
         > $R/logs/build_$name.log 2>&1 &
@@ -23,13 +24,7 @@ while read -r name vars; do
     env $vars timeout 400 python3 -m pods train $E out_dir=$R/$name/runs/e/sel~max_variance_n~32_m~8/seed~0 \
         > $R/logs/e_$name.log 2>&1 &
     pids+=($!)
-done <<'COMBOS'
-pin PODS_X=0
-onednn ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2
-strict MKL_CBWR=AVX2,STRICT
-mklinstr MKL_ENABLE_INSTRUCTIONS=AVX2
-all3 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2,STRICT MKL_ENABLE_INSTRUCTIONS=AVX2
-COMBOS
+done
 echo "=== $(date -u +%H:%M:%S) started ${#pids[@]} processes"
 wait
 for f in $R/*/cache/tiny/llama-arith_warm/pods_tiny.json; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 10: kernel_fingerprint under candidate pins (one JSON line per combination) to find the variables that
-# make two CPU kinds agree. From the repository root:  bash benchmarks/gpu/kernel_combos.sh OUT.jsonl [MODEL_DIR]
+# make two CPU kinds agree (the sets: kernel_combos.txt, a name and its variables per line; PODS_X=0 is none).
+# From the repository root:  bash benchmarks/gpu/kernel_combos.sh OUT.jsonl [MODEL_DIR]
 # The combinations run at once (one thread each): on the GPU machine one such process took ~35 s, mostly
 # importing torch and transformers, and nine in a row ran out a 330 s limit (session 22).
 OUTF=${1:?output .jsonl}
@@ -11,17 +12,7 @@ while read -r name vars; do
     env $vars OMP_NUM_THREADS=1 python3 -m benchmarks.kernel_fingerprint --model "$MODEL" 2>/dev/null \
         | python3 -c "import json,sys; d=json.load(sys.stdin); d['combo']='$name'; print(json.dumps(d))" \
         > "$OUTF.$name.part" &
-done <<'COMBOS'
-pin PODS_X=0
-onednn ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2
-strict MKL_CBWR=AVX2,STRICT
-mklinstr MKL_ENABLE_INSTRUCTIONS=AVX2
-all3 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2,STRICT MKL_ENABLE_INSTRUCTIONS=AVX2
-compat MKL_CBWR=COMPATIBLE
-compat_onednn MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2
-default ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=SSE41 DNNL_MAX_CPU_ISA=SSE41
-native PODS_KERNELS=native
-COMBOS
+done < benchmarks/gpu/kernel_combos.txt
 wait
 : > "$OUTF"
 for name in "${names[@]}"; do cat "$OUTF.$name.part" >> "$OUTF" && rm -f "$OUTF.$name.part"; done
