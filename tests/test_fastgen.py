@@ -129,6 +129,51 @@ def test_logits_match_the_model_forward():
     assert torch.equal(got, want)
 
 
+def _softmax_inputs(monkeypatch, model, ids, mask, cfg, lean: bool, seeds=None):
+    """fastgen.sample's tokens and the logits of every decoding step (the inputs of its sampling softmax);
+    ``lean=False`` turns off the inlined layers, the rotary table and the inlined rotation, so that every
+    layer runs as the model's own modules (the path before the lean one, and the fallback for other layers)."""
+    seen = []
+    real = torch.nn.functional.softmax
+
+    class _F:  # fastgen's ``F`` with a recording softmax
+        def __getattr__(self, name):
+            return getattr(torch.nn.functional, name)
+
+        @staticmethod
+        def softmax(x, *a, **k):
+            seen.append(x.clone())
+            return real(x, *a, **k)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(fastgen, "F", _F())
+        if not lean:
+            mp.setattr(fastgen, "_rope_table", lambda *a, **k: None)
+            mp.setattr(fastgen, "_lean_rms", lambda norm: lambda module, x: module(x))
+            mp.setattr(fastgen, "_lean_mlp", lambda mlp: lambda module, x: module(x))
+        torch.manual_seed(3)
+        out = fastgen.sample(model, ids, mask, cfg, group_seeds=seeds)
+    return out, seen
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_the_lean_layers_give_the_modules_logits_bit_for_bit(monkeypatch, arch, grouped):
+    """The inlined RMSNorm/MLP, the rotary lookup table and the inlined rotation are the same operations in the
+    same order as the model's modules: every decoding step's logits are the same bits, not merely close (the
+    tiny tables of issue 10 are reproducible to the bit, so a faster sampler must not move one)."""
+    model = _model(arch, seed=2).eval()
+    ids, mask = _prompts(8, seed=4)
+    cfg = _gen_cfg(max_new=20, temperature=1.0)
+    seeds = [11, 12, 13, 14] if grouped else None
+    lean_out, lean_logits = _softmax_inputs(monkeypatch, model, ids, mask, cfg, True, seeds)
+    plain_out, plain_logits = _softmax_inputs(monkeypatch, model, ids, mask, cfg, False, seeds)
+    assert len(lean_logits) == len(plain_logits) > 5
+    assert torch.equal(lean_out, plain_out)
+    for step, (a, b) in enumerate(zip(lean_logits, plain_logits, strict=True)):
+        assert torch.equal(a, b), f"decoding step {step}: logits differ by {(a - b).abs().max().item():.3g}"
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
