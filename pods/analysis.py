@@ -25,6 +25,7 @@ Run:
     python -m pods.analysis plateau --run-dirs results/warm_a4000/runs/a/*/seed~* --out-dir results/warm_a4000/tables
     python -m pods.analysis levels --curves results/tables/curves.csv --out-dir results/tables
     python -m pods.analysis levels --curves results/warm_a2000/tables/curves.csv --levels 0.8,0.84,0.86 --out-dir D
+    python -m pods.analysis seeds --curves results/tables/curves.csv --setting a e --out-dir results/tables
 Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
 """
 
@@ -42,6 +43,7 @@ import pandas as pd
 
 from pods import registry
 from pods.levels import DEFAULT_FRACTIONS, level_table, write_level_table
+from pods.power import DEFAULT_SEEDS, seed_projection, write_seed_projection
 from pods.released import load_released, load_released_steps, read_released
 from pods.runlog import RunLogger
 from pods.speedup import (
@@ -414,7 +416,7 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    """The command line of :func:`main`: subcommands released, collect, time-to-peak, plateau and levels."""
+    """The command line of :func:`main`: subcommands released, collect, time-to-peak, plateau, levels, seeds."""
     ap = argparse.ArgumentParser(allow_abbrev=False, prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("released", allow_abbrev=False, help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
@@ -466,8 +468,25 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--setting", nargs="+", help="only these settings (letters)")
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
+    p = sub.add_parser(
+        "seeds",
+        allow_abbrev=False,
+        help="how wide would (i)'s interval be with N seeds per arm? (trend + noise model, pods/power.py)",
+    )
+    p.add_argument("--curves", required=True, help="a curves.csv written by collect")
+    p.add_argument("--out-dir", required=True, help="where seeds.csv and seeds.md are written")
+    p.add_argument("--setting", nargs="+", help="only these settings (letters)")
+    p.add_argument(
+        "--seeds",
+        type=lambda t: [int(v) for v in _floats(t)],
+        default=list(DEFAULT_SEEDS),
+        help=f"comma-separated seeds per arm to simulate (default {','.join(map(str, DEFAULT_SEEDS))})",
+    )
+    p.add_argument("--width", type=float, default=1.0, help="the interval width asked for (default 1.0)")
+    p.add_argument("--sims", type=_n_boot_arg, default=2000, help="simulated experiments per N (default 2000)")
+    p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     for q in sub.choices.values():
-        if q.prog.endswith(("released", "time-to-peak")):
+        if q.prog.endswith(("released", "time-to-peak", "seeds")):
             q.add_argument(
                 "--threshold",
                 type=_threshold_arg,
@@ -475,7 +494,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                 help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
                 f"(default {DEFAULT_THRESHOLD})",
             )
-        if q.prog.endswith(("released", "time-to-peak", "plateau", "levels")):
+        if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds")):
             q.add_argument(
                 "--n-boot", type=_n_boot_arg, default=2000, help="bootstrap resamples over seeds (default 2000)"
             )
@@ -506,6 +525,18 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             )  # fmt: skip
             written = write_level_table(levels, out / "levels")
             print((out / "levels.md").read_text().split("\n\n")[0])
+            table = None
+        elif args.cmd == "seeds":
+            projection = seed_projection(
+                read_curves(args.curves), args.setting, args.seeds, args.threshold, args.sims, args.boot_seed,
+                args.metric, args.n_boot,
+            )  # fmt: skip
+            if projection.empty and args.setting:
+                raise AnalysisInputError(
+                    f"{args.curves} has no setting with both a baseline and a PODS arm among {', '.join(args.setting)}"
+                )
+            written = write_seed_projection(projection, out / "seeds", args.width)
+            print((out / "seeds.md").read_text().split("\n\n")[0])
             table = None
         elif args.cmd == "plateau":
             if args.curves:

@@ -93,3 +93,22 @@ rule levels:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
         "python -m pods.analysis levels --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule seeds:
+    # How wide would (a)'s and (e)'s steps-to-peak intervals be with N seeds per arm (issue 10's width
+    # criterion)? A trend + noise model fitted to the runs (pods/power.py); optimistic, so a width it
+    # cannot reach is out of reach. Settings with one seed per arm are skipped.
+    input:
+        curves=f"{ROOT}/tables/curves.csv",
+    output:
+        csv=f"{ROOT}/tables/seeds.csv",
+        md=f"{ROOT}/tables/seeds.md",
+    log:
+        f"{ROOT}/logs/seeds.log",
+    conda:
+        "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+    shell:
+        "python -m pods.analysis seeds --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"

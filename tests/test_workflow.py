@@ -632,6 +632,22 @@ def test_tiny_seeds16_overlay_adds_seeds_8_to_15_to_a_and_e_in_the_default_root(
     assert sweeps == {"0", "1", "2"}
 
 
+def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_the_default_root(workdir):
+    """config/tiny_seeds32e.yaml (issue 10's record of (e) on 32 seeds per arm, the count `pods analysis seeds`
+    projected for a width under 1.0): (e)'s main arms on seeds 0-31, (a)'s on 0-15 as tiny_seeds16.yaml, the
+    default root and budgets, the sweeps on their 3 seeds, and the seeds table among the job's targets."""
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_seeds32e.yaml", "results")
+    main = {}
+    for letter, args, _ in jobs:
+        if (letter, args["budget.max_steps"]) in {("a", "600"), ("e", "150")}:
+            main.setdefault((letter, args["rollout.n"], args["rollout.m"]), set()).add(int(args["seed"]))
+    assert main[("e", "8", "8")] == main[("e", "32", "8")] == set(range(32))
+    assert main[("a", "16", "16")] == main[("a", "64", "16")] == set(range(16))
+    sweeps = {args["seed"] for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] != "600"}
+    assert sweeps == {"0", "1", "2"}
+    assert "--out-dir results/tables" in shell_command(out, "pods.analysis seeds")
+
+
 @pytest.mark.parametrize(("overlay", "steps"), [("config/tiny_a2000.yaml", 2000), ("config/tiny_a4000.yaml", 4000)])
 def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay, steps):
     """config/tiny_a2000.yaml and tiny_a4000.yaml (issue 10's records of (a) at 2000 and 4000 steps): each
