@@ -16,10 +16,11 @@ The Llama/Qwen2 RMSNorm and gated-SiLU MLP are inlined (the same operations in t
 module calls and the float32 casts that are no-ops in float32), each layer's weights are looked up once per
 call, and the rotary cos/sin come from a table made once per call by the model's rotary module; any other
 norm, MLP or rotary module is called as a module. The logits are the same bits as calling the modules
-(tests/test_fastgen.py, every decoding step; and a tiny (a) GRPO and PODS run of 600 steps each gave every
-step and evaluation of the main job's run again). Measured side by side on the 2-core EPYC (2026-11-26, old and new
-at once, one per core): generation 0.266 -> 0.237 s per (a) GRPO step, 0.431 -> 0.395 per PODS step, a run's
-wall time 4-5% less.
+(tests/test_fastgen.py, every decoding step; and seed 0 of each main arm of (a), (b), (e) and (f) gave every
+step and evaluation of the main job's runs again: benchmarks/results/fastgen_lean_check.txt). Measured side by
+side on the 2-core EPYC (2026-11-26, old and new code at once, one per core): generation 3-11% less per step
+(0.266 -> 0.237 s per (a) GRPO step, 0.431 -> 0.395 per PODS step), a run's wall time 2-5% less; the decode
+stays bound by per-operation overhead (about 220 ATen operations per token for the 3-layer tiny model).
 
 It is used when ``rollout.fast_decode`` is true (the tiny experiment YAMLs) and the model and the sampling
 settings are ones it covers (:func:`unsupported_reason`); anything else (LoRA, quantisation, top-p/top-k,
@@ -303,8 +304,8 @@ def _rope_table(model: Any, inner: Any, positions: int, device: Any, dtype: Any)
     """``(cos, sin)`` of the model's rotary embedding for positions ``0 .. positions - 1``, each
     ``(positions, head_dim)``: the rotary module computes each position's values elementwise, so looking them
     up gives the values it would give per step (tests/test_fastgen.py checks the logits bit for bit). None
-    (compute per step, as before) where the model's rotary module or ``apply_rotary_pos_emb`` is not the
-    plain Llama/Qwen2 one."""
+    (compute per step and rotate with the model's own ``apply_rotary_pos_emb``) where the rotary module is not
+    the plain Llama/Qwen2 class or the model's module has no ``rotate_half`` (another rotation)."""
     rotary = inner.rotary_emb
     if type(rotary).__name__ not in ("LlamaRotaryEmbedding", "Qwen2RotaryEmbedding"):
         return None
