@@ -409,6 +409,14 @@ def _floats(text: str) -> list[float]:
     return out
 
 
+def _seed_counts(text: str) -> list[int]:
+    """A comma-separated list of whole numbers of seeds >= 2 (argparse type of `seeds --seeds`)."""
+    counts = _floats(text)
+    if not all(c == int(c) and c >= 2 for c in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: seeds per arm are whole numbers >= 2, e.g. 8,16,32")
+    return [int(c) for c in counts]
+
+
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(path, index=False)
@@ -478,7 +486,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--setting", nargs="+", help="only these settings (letters)")
     p.add_argument(
         "--seeds",
-        type=lambda t: [int(v) for v in _floats(t)],
+        type=_seed_counts,
         default=list(DEFAULT_SEEDS),
         help=f"comma-separated seeds per arm to simulate (default {','.join(map(str, DEFAULT_SEEDS))})",
     )

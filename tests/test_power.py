@@ -101,6 +101,11 @@ def test_cli_seeds_writes_the_tables_and_says_which_width_is_reached(helpers, tm
     assert "no setting with both a baseline and a PODS arm among e" in capsys.readouterr().err
     assert A.main(args + ["--setting", "c"]) == 2
     assert "setting c: an arm has one seed" in capsys.readouterr().err
+    for bad in ("0", "8,2.5", "8,x"):
+        with pytest.raises(SystemExit) as exc:
+            A.main(["seeds", "--curves", str(curves), "--out-dir", str(out), "--seeds", bad])
+        assert exc.value.code == 2
+    assert "whole numbers >= 2" in capsys.readouterr().err
     # nothing projectable and no setting named (the workflow at one seed per arm): a table that says so
     one_only = tmp_path / "one.csv"
     one_seed.to_csv(one_only, index=False)
