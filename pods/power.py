@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.speedup import _arm, _arm_runs, bootstrap_speedup, default_comparisons
+from pods.speedup import _arm, _arm_runs, _first_reach, bootstrap_speedup, default_comparisons
 from pods.tidy import AnalysisInputError
 
 DEFAULT_SEEDS = (8, 16, 32, 64, 128, 256)
@@ -87,12 +87,10 @@ def _simulate(base: dict, pods: dict, steps_T: np.ndarray, n: int, threshold: fl
         return fit["trend"][None] + shared + noise
 
     base_B_T, pods_B_T = curves(base), curves(pods)
-    target_B = threshold * base_B_T.max(axis=1)
-    hit_base, hit_pods = base_B_T >= target_B[:, None], pods_B_T >= target_B[:, None]
-    first_base, first_pods = hit_base.argmax(axis=1), hit_pods.argmax(axis=1)
+    target_B = threshold * np.nanmax(base_B_T, axis=1)  # as pods.speedup._speedups, on the step grid
+    steps_base_B, steps_pods_B = _first_reach(steps_T, base_B_T, target_B), _first_reach(steps_T, pods_B_T, target_B)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = steps_T[first_base] / steps_T[first_pods]
-    return np.where(hit_pods.any(axis=1), ratio, np.nan)
+        return np.where(np.isfinite(steps_pods_B), steps_base_B / steps_pods_B, np.nan)
 
 
 def seed_projection(
