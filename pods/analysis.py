@@ -6,6 +6,7 @@ the scripts in `figures/` only select and plot. The work is split by job:
 - pods.released: the authors' released logs -> tidy tables;
 - pods.speedup: mean curves, time-to-peak, bootstrap, the speed-up table and its comparisons;
 - pods.levels: the speed-up at fixed accuracy levels (budget-free where both arms reach a level);
+- pods.ablations: what the sweeps and ablations show (Figs. 4-6), beside the released logs;
 - this module: our run directories -> tidy tables (`load_runs`, `load_run_steps`), and the CLI.
 It re-exports the public names of the other three, so `from pods import analysis as A; A.select`
 (figures/, tests/) keeps working.
@@ -26,6 +27,8 @@ Run:
     python -m pods.analysis levels --curves results/tables/curves.csv --out-dir results/tables
     python -m pods.analysis levels --curves results/warm_a2000/tables/curves.csv --levels 0.8,0.84,0.86 --out-dir D
     python -m pods.analysis seeds --curves results/tables/curves.csv --setting a e --out-dir results/tables
+    python -m pods.analysis ablations --curves results/tables/curves.csv --released results/released/curves.csv \
+        --out-dir results/tables
 Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
 """
 
@@ -42,6 +45,7 @@ from pathlib import Path
 import pandas as pd
 
 from pods import registry
+from pods.ablations import ablation_table, write_ablation_table
 from pods.levels import DEFAULT_FRACTIONS, level_table, write_level_table
 from pods.power import DEFAULT_SEEDS, seed_projection, write_seed_projection
 from pods.released import load_released, load_released_steps, read_released
@@ -409,6 +413,16 @@ def _floats(text: str) -> list[float]:
     return out
 
 
+def _window_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: pass a share in (0, 1], e.g. 0.5") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text}: the window is a share of the span, in (0, 1], e.g. 0.5")
+    return value
+
+
 def _seed_counts(text: str) -> list[int]:
     """A comma-separated list of whole numbers of seeds >= 2 (argparse type of `seeds --seeds`)."""
     counts = _floats(text)
@@ -424,7 +438,8 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    """The command line of :func:`main`: subcommands released, collect, time-to-peak, plateau, levels, seeds."""
+    """The command line of :func:`main`: subcommands released, collect, time-to-peak, plateau, levels, seeds,
+    ablations."""
     ap = argparse.ArgumentParser(allow_abbrev=False, prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("released", allow_abbrev=False, help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
@@ -493,6 +508,20 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--width", type=float, default=1.0, help="the interval width asked for (default 1.0)")
     p.add_argument("--sims", type=_n_boot_arg, default=2000, help="simulated experiments per N (default 2000)")
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
+    p = sub.add_parser(
+        "ablations",
+        allow_abbrev=False,
+        help="what the n/m sweeps and rule/normalisation ablations show (Figs. 4-6), beside the released logs",
+    )
+    p.add_argument("--curves", help="a curves.csv written by collect (our runs, read per optimizer step)")
+    p.add_argument("--released", help="a curves.csv written by released (the authors' logs, per hour and per step)")
+    p.add_argument("--out-dir", required=True, help="where ablations.csv and ablations.md are written")
+    p.add_argument("--setting", nargs="+", help="only these settings (letters)")
+    p.add_argument(
+        "--window", type=_window_arg, default=0.5,
+        help="average each seed over this last share of the span every arm reaches (default 0.5)",
+    )  # fmt: skip
+    p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     for q in sub.choices.values():
         if q.prog.endswith(("released", "time-to-peak", "seeds")):
             q.add_argument(
@@ -502,7 +531,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                 help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
                 f"(default {DEFAULT_THRESHOLD})",
             )
-        if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds")):
+        if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds", "ablations")):
             q.add_argument(
                 "--n-boot", type=_n_boot_arg, default=2000, help="bootstrap resamples over seeds (default 2000)"
             )
@@ -533,6 +562,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             )  # fmt: skip
             written = write_level_table(levels, out / "levels")
             print((out / "levels.md").read_text().split("\n\n")[0])
+            table = None
+        elif args.cmd == "ablations":
+            if not (args.curves or args.released):
+                raise AnalysisInputError("pass --curves (our runs), --released (the authors' logs) or both")
+            ablations = ablation_table(
+                read_curves(args.curves) if args.curves else None,
+                read_curves(args.released) if args.released else None,
+                args.setting, args.window, args.metric, args.n_boot, args.boot_seed,
+            )  # fmt: skip
+            written = write_ablation_table(ablations, out / "ablations")
+            print((out / "ablations.md").read_text().split("\n\n")[0])
             table = None
         elif args.cmd == "seeds":
             projection = seed_projection(

@@ -112,3 +112,24 @@ rule seeds:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
         "python -m pods.analysis seeds --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule ablations:
+    # What the n/m sweeps and the rule/normalisation ablations show (Figs. 4-6) as numbers: each arm's
+    # late-window accuracy minus GRPO-PODS's, with intervals over seeds, beside the same arms of the
+    # authors' released logs (per hour and per step) and the paper's text (pods/ablations.py).
+    input:
+        unpack(get_ablations_input),
+    output:
+        csv=f"{ROOT}/tables/ablations.csv",
+        md=f"{ROOT}/tables/ablations.md",
+    log:
+        f"{ROOT}/logs/ablations.log",
+    conda:
+        "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+        released=lambda wildcards, input: (f"--released {input.released}" if "released" in input.keys() else ""),
+    shell:
+        "python -m pods.analysis ablations --curves {input.curves} {params.released}"
+        " --out-dir {params.out_dir} > {log} 2>&1"

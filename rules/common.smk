@@ -342,15 +342,24 @@ def figure_files(folder, names):
 
 
 def get_final_outputs(wildcards=None):
-    """Targets of `snakemake` (the `all` target): every figure, the time-to-peak, plateau, levels and seeds tables, the released re-analysis."""
+    """Targets of `snakemake` (the `all` target): every figure, the time-to-peak, plateau, levels, seeds and ablations tables, the released re-analysis."""
     outputs = figure_files(f"{ROOT}/figures", FIGURES)
     outputs += [f"{ROOT}/tables/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
-    outputs += [f"{ROOT}/tables/{name}.{ext}" for name in ("plateau", "levels", "seeds") for ext in ("csv", "md")]
+    outputs += [
+        f"{ROOT}/tables/{name}.{ext}" for name in ("plateau", "levels", "seeds", "ablations") for ext in ("csv", "md")
+    ]
     if not RELEASED_OFF:
         outputs += [f"results/released/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
         outputs += [f"results/released/{name}.{ext}" for name in ("plateau", "levels") for ext in ("csv", "md")]
         outputs += figure_files("results/released/figures", config["released"]["figures"])
     return outputs
+
+
+def get_ablations_input(wildcards=None):
+    inputs = {"curves": f"{ROOT}/tables/curves.csv"}
+    if not RELEASED_OFF:
+        inputs["released"] = "results/released/curves.csv"  # the authors' runs of the same arms, beside ours
+    return inputs
 
 
 def get_time_to_peak_input(wildcards=None):
