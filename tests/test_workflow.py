@@ -446,6 +446,8 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
     assert counts["plateau"] == counts["levels"] == 1  # ours only: results/smoke/tables/{plateau,levels}.{csv,md}
     assert counts["figure"] > 0
     assert "--paper-steps" not in shell_command(out, "time-to-peak")
+    assert counts["ablations"] == 1
+    assert "--released" not in shell_command(out, "pods.analysis ablations")
     # By default the table reads the released steps.csv (speed-up (iii) from the authors' s/step),
     # and the plateau table is made for the released runs too.
     default = scale_dry_run(workdir, dry_runs, "smoke")
@@ -455,6 +457,11 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
         assert "--out-dir results/smoke/tables" in shell_command(
             default, f"{name} --curves results/smoke/tables/curves.csv"
         )
+    # The ablations table sets the released runs of the same arms beside ours.
+    assert shell_command(default, "pods.analysis ablations").startswith(
+        "python -m pods.analysis ablations --curves results/smoke/tables/curves.csv "
+        "--released results/released/curves.csv --out-dir results/smoke/tables"
+    )
     # Asking for the re-analysis itself with the logs off is refused before any job runs, saying how to fix it.
     res = snakemake(workdir, "-n", "results/released/time_to_peak.csv", "--config", "released_logs=none")
     assert res.returncode != 0
@@ -646,6 +653,27 @@ def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_the_defau
     sweeps = {args["seed"] for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] != "600"}
     assert sweeps == {"0", "1", "2"}
     assert "--out-dir results/tables" in shell_command(out, "pods.analysis seeds")
+
+
+def test_tiny_ablations200_overlay_runs_a_s_sweeps_and_main_arms_to_200_steps_on_3_seeds(workdir):
+    """config/tiny_ablations200.yaml (issue 10's record of what the ablations resolve past 60 steps): its own
+    root and (a)'s sheet, the ten sweep/ablation arms and the two main arms on seeds 0-2, all at 200 steps
+    with 400-problem evaluations every 20 on the primary set only, and the ablations table made from them."""
+    root = "results/ablations200"
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_ablations200.yaml", root)
+    assert len(jobs) == 36
+    assert {letter for letter, _, _ in jobs} == {"a"}
+    assert {args["seed"] for _, args, _ in jobs} == {"0", "1", "2"}
+    settings = {
+        (a["policy.model"], a["budget.max_steps"], a["eval.every_steps"], a["eval.max_examples"], a["eval.datasets"])
+        for _, a, _ in jobs
+    }
+    assert settings == {("tiny:llama-arith_warm", "200", "20", "400", "[arith]")}
+    arms = {(a["rollout.n"], a["rollout.m"], a.get("rollout.rule")) for _, a, _ in jobs}
+    assert ("16", "16", "max_variance") in arms
+    assert ("64", "16", "max_reward") in arms
+    assert len(arms) == 11  # the normalise-before arm shares n/m/rule with GRPO-PODS
+    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis ablations")
 
 
 @pytest.mark.parametrize(("overlay", "steps"), [("config/tiny_a2000.yaml", 2000), ("config/tiny_a4000.yaml", 4000)])
