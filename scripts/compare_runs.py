@@ -9,6 +9,13 @@ files have the same records with equal values; otherwise the first difference is
 key, both values). A run without ``summary.json`` on either side (still training, or stopped) is listed
 as unfinished and not compared; runs under one root only are listed apart. Exit status 0 when every shared run is
 identical and at least one was compared, 1 otherwise.
+
+With ``--shared-steps`` two runs of one arm and seed under different budgets or evaluation grids are compared
+on what both hold: the steps up to the shorter run's last, and the evaluations (step and test set) both made
+up to it. The tiny scale's step budget makes a short run the prefix of a long one (e.g. a 200-step overlay
+against the main job's 600 steps), which this checks:
+
+      python scripts/compare_runs.py --shared-steps results/ablations200/runs results/runs
 """
 
 from __future__ import annotations
@@ -20,27 +27,50 @@ from pathlib import Path
 from pods.runlog import read_jsonl
 
 MACHINE_BOUND_SUFFIXES = ("time_s", "peak_mem_mb")
+# Bookkeeping of the evaluation grid and the budget, which differ by design between a short and a long run.
+GRID_KEYS = ("grid_index", "final")
 
 
 def _strip(rec: dict) -> dict:
     return {k: v for k, v in rec.items() if not k.endswith(MACHINE_BOUND_SUFFIXES)}
 
 
-def first_difference(run_a: Path, run_b: Path) -> str | None:
+def _shared(ra: list[dict], rb: list[dict], last_step: int) -> tuple[list[dict], list[dict]]:
+    """The records of both runs up to `last_step` whose (step, test set) the other run has too."""
+
+    def key(r):
+        return r.get("step"), r.get("dataset")
+
+    keys = {key(r) for r in ra if r.get("step", 0) <= last_step} & {key(r) for r in rb}
+    return [r for r in ra if key(r) in keys], [r for r in rb if key(r) in keys]
+
+
+def first_difference(run_a: Path, run_b: Path, shared_steps: bool = False) -> str | None:
     """None when the two runs agree on every value not measured in seconds or bytes; else the first
-    difference, in words."""
-    for name in ("eval.jsonl", "metrics.jsonl"):
-        ra, rb = read_jsonl(run_a / name), read_jsonl(run_b / name)
+    difference, in words. `shared_steps`: only on the steps and evaluations both runs hold (see the module)."""
+    return _compare(run_a, run_b, shared_steps)[0]
+
+
+def _compare(run_a: Path, run_b: Path, shared_steps: bool) -> tuple[str | None, int, int]:
+    """(first difference or None, evaluations compared, steps compared)."""
+    logs = {name: (read_jsonl(run_a / name), read_jsonl(run_b / name)) for name in ("eval.jsonl", "metrics.jsonl")}
+    if shared_steps:
+        last = min(max((r.get("step", 0) for r in rows), default=0) for rows in logs["metrics.jsonl"])
+        logs = {name: _shared(ra, rb, last) for name, (ra, rb) in logs.items()}
+        logs = {n: tuple([{k: v for k, v in r.items() if k not in GRID_KEYS} for r in rows] for rows in pair)
+                for n, pair in logs.items()}  # fmt: skip
+    counts = len(logs["eval.jsonl"][0]), len(logs["metrics.jsonl"][0])
+    for name, (ra, rb) in logs.items():
         for i, (a, b) in enumerate(zip(ra, rb, strict=False)):  # lengths compared below
             a, b = _strip(a), _strip(b)
             if a != b:
                 keys = sorted(set(a) | set(b))
                 key = next(k for k in keys if a.get(k) != b.get(k))
                 where = f"step {a.get('step', b.get('step'))}" + (f" {a['dataset']}" if "dataset" in a else "")
-                return f"{name} record {i} ({where}): {key} = {a.get(key)!r} vs {b.get(key)!r}"
+                return f"{name} record {i} ({where}): {key} = {a.get(key)!r} vs {b.get(key)!r}", *counts
         if len(ra) != len(rb):
-            return f"{name}: {len(ra)} vs {len(rb)} records"
-    return None
+            return f"{name}: {len(ra)} vs {len(rb)} records", *counts
+    return None, *counts
 
 
 def run_dirs(root: Path) -> dict[str, Path]:
@@ -51,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs_a", type=Path)
     ap.add_argument("runs_b", type=Path)
+    ap.add_argument(
+        "--shared-steps",
+        action="store_true",
+        help="compare only the steps and evaluations both runs hold (runs of one arm under different budgets)",
+    )
     args = ap.parse_args(argv)
     for root in (args.runs_a, args.runs_b):
         if not root.is_dir():
@@ -63,11 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         if unfinished:  # a run still training (or stopped) is not compared record by record
             print(f"UNFINISHED {rel}  (no summary.json in {' and '.join(unfinished)})")
             continue
-        diff = first_difference(a[rel], b[rel])
-        n_eval, n_steps = len(read_jsonl(a[rel] / "eval.jsonl")), len(read_jsonl(a[rel] / "metrics.jsonl"))
+        diff, n_eval, n_steps = _compare(a[rel], b[rel], args.shared_steps)
+        if diff is None and args.shared_steps and not n_steps:
+            diff = "no step in common"
         if diff is None:
             same += 1
-            print(f"identical  {rel}  ({n_eval} evaluations, {n_steps} steps)")
+            common = " in common" if args.shared_steps else ""
+            print(f"identical  {rel}  ({n_eval} evaluations, {n_steps} steps{common})")
         else:
             print(f"DIFFERENT  {rel}  first: {diff}")
     for rel in sorted(set(a) ^ set(b)):

@@ -159,3 +159,39 @@ def test_compare_runs_ignores_seconds_and_names_the_first_difference(tmp_path, c
     assert "UNFINISHED e/arm/seed~0  (no summary.json in B)" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     assert cmp.main([str(tmp_path / "a"), str(tmp_path / "empty")]) == 1  # nothing compared is no pass
+
+
+def test_compare_runs_shared_steps_compares_a_short_run_with_the_prefix_of_a_long_one(tmp_path, capsys):
+    """scripts/compare_runs.py --shared-steps: a 2-step run with an evaluation every 2 steps against a 4-step run
+    evaluated every step is compared on steps 1-2 and the evaluations at steps 0 and 2 (grid index and `final`
+    differ by design); a difference inside that prefix is found, one after it is not looked at."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("compare_runs", Path(__file__).parents[1] / "scripts/compare_runs.py")
+    cmp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cmp)
+
+    def write(root, last, every, reward_at=None):
+        d = root / "a" / "arm" / "seed~0"
+        d.mkdir(parents=True)
+        steps = [{"step": s, "time_s": 0.1 * s, "reward_mean": 1.0 + s + (0.5 if s == reward_at else 0)}
+                 for s in range(1, last + 1)]  # fmt: skip
+        evals = [{"step": s, "dataset": "arith", "accuracy": 0.5 + s / 100, "grid_index": s // every,
+                  "final": s == last} for s in range(0, last + 1, every)]  # fmt: skip
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
+        (d / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+        (d / "summary.json").write_text("{}")
+
+    write(tmp_path / "short", 2, 2)
+    write(tmp_path / "long", 4, 1)
+    write(tmp_path / "late", 4, 1, reward_at=3)  # differs after the short run's last step only
+    write(tmp_path / "early", 4, 1, reward_at=2)
+    assert cmp.main([str(tmp_path / "short"), str(tmp_path / "long")]) == 1  # whole runs: not the same
+    capsys.readouterr()
+    assert cmp.main(["--shared-steps", str(tmp_path / "short"), str(tmp_path / "long")]) == 0
+    assert "identical  a/arm/seed~0  (2 evaluations, 2 steps in common)" in capsys.readouterr().out
+    assert cmp.main(["--shared-steps", str(tmp_path / "short"), str(tmp_path / "late")]) == 0
+    capsys.readouterr()
+    assert cmp.main(["--shared-steps", str(tmp_path / "short"), str(tmp_path / "early")]) == 1
+    assert "metrics.jsonl record 1 (step 2): reward_mean = 3.0 vs 3.5" in capsys.readouterr().out
