@@ -112,8 +112,8 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common
     """Mean +- 1.96 SEM curves of `groups` = [(label, selector dict, colour)] in one setting.
 
     common_range: draw every curve only up to the shortest one's last point, so that arms with different
-    budgets are compared over the same span (the tiny scale trains its sweeps and ablations 60 steps,
-    the main arms they share 600: uncut, the ablations would fill a tenth of the axis); the x label says
+    budgets are compared over the same span (the tiny scale trains its sweeps and ablations 200 steps,
+    the main arms they share 600: uncut, the ablations would fill a third of the axis); the x label says
     where the curves were cut. No effect where every arm ran as long (the paper scale)."""
     if df is None:
         return placeholder(ax, "no curves table: run `python -m pods.analysis collect` first")

@@ -616,7 +616,7 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
         models.setdefault(letter, set()).add((args.get("policy.model"), args.get("eval.max_examples")))
     assert budgets["e"] == {("150", "15")}
     assert ("600", "50") in budgets["a"]  # the main arms; the sweeps keep ablation_overrides
-    assert ("60", "20") in budgets["a"]
+    assert ("200", "20") in budgets["a"]
     assert budgets["b"] == {("150", "15")}
     assert budgets["f"] == {("100", "10")}  # the default tiny scale's (f)
     assert models["a"] == models["e"] == {("tiny:llama-arith", "200")}
@@ -656,7 +656,8 @@ def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_the_defau
 
 
 def test_tiny_ablations200_overlay_runs_a_s_sweeps_and_main_arms_to_200_steps_on_3_seeds(workdir):
-    """config/tiny_ablations200.yaml (issue 10's record of what the ablations resolve past 60 steps): its own
+    """config/tiny_ablations200.yaml (issue 10's record of what the ablations resolve past 60 steps, the default's
+    budget before it): its own
     root and (a)'s sheet, the ten sweep/ablation arms and the two main arms on seeds 0-2, all at 200 steps
     with 400-problem evaluations every 20 on the primary set only, and the ablations table made from them."""
     root = "results/ablations200"
@@ -735,10 +736,10 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
             assert any(i.endswith("tiny/llama-arith_warm/pods_tiny.json") for i in job["input"]), job["input"]
         seen.setdefault(letter, set()).add((model, args["budget.max_steps"], args.get("eval.max_examples")))
         seeds.setdefault((letter, args["budget.max_steps"]), set()).add(args["seed"])
-    assert seen["a"] == {("tiny:llama-arith_warm", "600", "400"), ("tiny:llama-arith_warm", "60", "400")}
+    assert seen["a"] == {("tiny:llama-arith_warm", "600", "400"), ("tiny:llama-arith_warm", "200", "400")}
     assert seen["e"] == {("tiny:llama-arith_warm", "150", "400")}
     assert seeds[("a", "600")] == {str(s) for s in range(8)}
-    assert seeds[("a", "60")] == {"0", "1", "2"}
+    assert seeds[("a", "200")] == {"0", "1", "2"}
     for letter in "bcdf":
         assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
     for letter in "bcd":
