@@ -168,7 +168,8 @@ def ablation_rows(
             d_ci = _interval(boots[key] - boots[ref_key], 0.95)
         else:
             d_ci = (math.nan, math.nan)
-        n_evals = int(runs[(runs["time_s"] > 0) & runs[axis].between(lo, span)].groupby("seed").size().mean())
+        per_seed_evals = runs[(runs["time_s"] > 0) & runs[axis].between(lo, span)].groupby("seed").size()
+        n_evals = int(per_seed_evals.mean()) if len(per_seed_evals) else 0  # 0: no evaluation in the window
         rows.append(
             {
                 "setting": setting, "source": source, "axis": axis, "group": group,

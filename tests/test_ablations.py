@@ -151,3 +151,16 @@ def test_cli_ablations_writes_the_tables_and_refuses_bad_input(tmp_path, capsys)
         A.main(["ablations", "--curves", str(curves), "--out-dir", str(tmp_path / "u"), "--window", "1.5"])
     assert exc.value.code == 2
     assert "in (0, 1]" in capsys.readouterr().err
+
+
+def test_an_arm_without_an_evaluation_in_the_window_is_reported_empty_not_a_crash():
+    """An arm whose grid skips the window (evaluated at steps 20 and 70; the span is 60, the window 30-60) gets
+    no mean and no reading instead of stopping the table."""
+    curves = _curves()
+    curves = curves[~((curves["n"] == 128) & curves["step"].isin([40, 60]))]
+    coarse = _arm("a", 128, 16, [[0.8, 0.8]] * 3, [20, 70])
+    rows = ablation_table(pd.concat([curves[curves["n"] != 128], pd.DataFrame(coarse)]), n_boot=200)
+    sparse_row = rows[(rows["n"] == 128) & (rows["group"] == "n sweep")].iloc[0]
+    assert sparse_row["n_evals"] == 0
+    assert math.isnan(sparse_row["mean"])
+    assert sparse_row["reading"] == "-"
