@@ -108,6 +108,14 @@ def title(df, setting: str) -> str:
     return R.setting_title(setting, name)  # the setting record's title (paper or tiny analogue)
 
 
+def cut_text(end: float, scale: float, unit: str, xcol: str) -> str:
+    """Where Figs. 4-6 cut their curves, for the x label: a step count whole, a time to 3 significant
+    digits in its unit (a measured time such as 67.2167 s reads 67.2 seconds)."""
+    if xcol == "time_s":
+        return f"{end / scale:.3g} {unit}"
+    return f"{end:g}"
+
+
 def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common_range=False) -> None:
     """Mean +- 1.96 SEM curves of `groups` = [(label, selector dict, colour)] in one setting.
 
@@ -134,8 +142,7 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common
         end = min(c[xcol].max() for _, c, _ in curves)
         if any(c[xcol].max() > end for _, c, _ in curves):
             curves = [(label, c[c[xcol] <= end], color) for label, c, color in curves]
-            shown = f"{end / scale:g}" + (f" {unit}" if xcol == "time_s" else "")
-            xlabel += f" (all arms cut at {shown}, the shortest arm's last evaluation)"
+            xlabel += f" (all arms cut at {cut_text(end, scale, unit, xcol)}, the shortest arm's last evaluation)"
     pct = 100.0 if metric != "completion_len_mean" else 1.0
     for label, c, color in curves:
         ax.plot(c[xcol] / scale, c["mean"] * pct, marker="o", color=color, label=label)

@@ -195,3 +195,14 @@ def test_ablation_figures_compare_arms_over_the_shortest_arms_span(
     main = next(ax for ax in fig.axes if ax.get_title().startswith("(a)"))
     assert max(max(line.get_xdata()) for line in main.get_lines()) > max(ends.values())
     assert "cut at" not in main.get_xlabel()
+
+
+def test_the_cut_label_rounds_a_measured_time_and_keeps_steps_whole(monkeypatch):
+    """figlib.cut_text: Figs. 4-6's x label read "cut at 67.2167 seconds" for a measured training time."""
+    monkeypatch.syspath_prepend(str(FIGURES))
+    import figlib
+
+    assert figlib.cut_text(67.2167, 1.0, "seconds", "time_s") == "67.2 seconds"
+    assert figlib.cut_text(21600.0, 3600.0, "hours", "time_s") == "6 hours"
+    assert figlib.cut_text(1000.0, 1.0, "", "step") == "1000"
+    assert figlib.cut_text(200.0, 1.0, "", "step") == "200"
