@@ -350,7 +350,9 @@ def get_final_outputs(wildcards=None):
     ]
     if not RELEASED_OFF:
         outputs += [f"results/released/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
-        outputs += [f"results/released/{name}.{ext}" for name in ("plateau", "levels") for ext in ("csv", "md")]
+        outputs += [
+            f"results/released/{name}.{ext}" for name in ("plateau", "levels", "ablations") for ext in ("csv", "md")
+        ]
         outputs += figure_files("results/released/figures", config["released"]["figures"])
     return outputs
 

@@ -53,6 +53,24 @@ rule released_time_to_peak:
         " --out-dir {params.out_dir} >> {log} 2>&1"
 
 
+rule released_ablations:
+    # Figs. 4-5 of the authors' logs as numbers: each sweep/rule arm of setting (a) minus GRPO-PODS 64/16
+    # over the second half of the run, per hour (the paper's axis) and per optimizer step (pods/ablations.py).
+    input:
+        curves="results/released/curves.csv",
+    output:
+        csv="results/released/ablations.csv",
+        md="results/released/ablations.md",
+    log:
+        "results/released/logs/ablations.log",
+    conda:
+        "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+    shell:
+        "python -m pods.analysis ablations --released {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+
+
 rule released_figure:
     input:
         script="figures/{name}.py",

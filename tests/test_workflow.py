@@ -441,7 +441,7 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     out = res.stdout + res.stderr
     counts = job_counts(out)
-    assert not {"download_released", "released_time_to_peak", "released_figure"} & set(counts), counts
+    assert not {"download_released", "released_time_to_peak", "released_figure", "released_ablations"} & set(counts)
     assert counts["time_to_peak"] == 1
     assert counts["plateau"] == counts["levels"] == 1  # ours only: results/smoke/tables/{plateau,levels}.{csv,md}
     assert counts["figure"] > 0
@@ -457,8 +457,12 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
         assert "--out-dir results/smoke/tables" in shell_command(
             default, f"{name} --curves results/smoke/tables/curves.csv"
         )
-    # The ablations table sets the released runs of the same arms beside ours.
-    assert shell_command(default, "pods.analysis ablations").startswith(
+    # The ablations table sets the released runs of the same arms beside ours; the released logs get their own.
+    assert job_counts(default)["released_ablations"] == 1
+    assert "ablations --released results/released/curves.csv --out-dir results/released" in shell_command(
+        default, "ablations --released results/released/curves.csv --out-dir results/released"
+    )
+    assert shell_command(default, "pods.analysis ablations --curves").startswith(
         "python -m pods.analysis ablations --curves results/smoke/tables/curves.csv "
         "--released results/released/curves.csv --out-dir results/smoke/tables"
     )
@@ -674,7 +678,7 @@ def test_tiny_ablations200_overlay_runs_a_s_sweeps_and_main_arms_to_200_steps_on
     assert ("16", "16", "max_variance") in arms
     assert ("64", "16", "max_reward") in arms
     assert len(arms) == 11  # the normalise-before arm shares n/m/rule with GRPO-PODS
-    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis ablations")
+    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis ablations --curves")
 
 
 @pytest.mark.parametrize(("overlay", "steps"), [("config/tiny_a2000.yaml", 2000), ("config/tiny_a4000.yaml", 4000)])
