@@ -95,10 +95,11 @@ def ablation_groups(df: pd.DataFrame, setting: str) -> tuple[dict, list[tuple[st
     return ref, groups
 
 
-def _seed_windows(runs: pd.DataFrame, axis: str, lo: float, hi: float) -> pd.Series:
-    """Per seed: the mean of its evaluations with `axis` in [lo, hi] (t = 0 excluded)."""
+def _seed_windows(runs: pd.DataFrame, axis: str, lo: float, hi: float) -> pd.DataFrame:
+    """Per seed: the mean (`mean`) and number (`size`) of its evaluations with `axis` in [lo, hi] (t = 0
+    excluded)."""
     inside = runs[(runs["time_s"] > 0) & runs[axis].between(lo, hi) & runs["value"].notna()]
-    return inside.groupby("seed")["value"].mean()
+    return inside.groupby("seed")["value"].agg(["mean", "size"])
 
 
 def _boot_means(values_S: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -146,7 +147,8 @@ def ablation_rows(
     lo = span * (1 - window)
     rng = np.random.default_rng(seed)
     ref_key = tuple(ref.values())
-    means = {k: _seed_windows(r, axis, lo, span) for k, r in runs_of.items()}
+    windows = {k: _seed_windows(r, axis, lo, span) for k, r in runs_of.items()}
+    means = {k: w["mean"] for k, w in windows.items()}
     if ref_key not in means or means[ref_key].empty:
         raise AnalysisInputError(
             f"setting {setting}: the reference arm n={ref['n']} m={ref['m']} has no evaluation in "
@@ -168,8 +170,7 @@ def ablation_rows(
             d_ci = _interval(boots[key] - boots[ref_key], 0.95)
         else:
             d_ci = (math.nan, math.nan)
-        per_seed_evals = runs[(runs["time_s"] > 0) & runs[axis].between(lo, span)].groupby("seed").size()
-        n_evals = int(per_seed_evals.mean()) if len(per_seed_evals) else 0  # 0: no evaluation in the window
+        n_evals = int(windows[key]["size"].mean()) if n_seeds else 0  # 0: no evaluation in the window
         rows.append(
             {
                 "setting": setting, "source": source, "axis": axis, "group": group,
@@ -271,8 +272,7 @@ def write_ablation_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
             for i, (_, r) in enumerate(lead[lead["group"] == group].iterrows()):
                 cells = [group, r["arm"]]
                 match = {k: r[k] for k in ("n", "m", "rule", "normalize")}
-                hour = select(per_hour, **match) if len(per_hour) else per_hour
-                step = select(per_step, **match) if len(per_step) else per_step
+                hour, step = select(per_hour, **match), select(per_step, **match)
                 if len(mine):
                     cells.append(f"{int(r['n_seeds'])}, {_pts(r, 'start')}, {_cell(r)}")
                 if len(per_hour):

@@ -31,8 +31,8 @@ MACHINE_BOUND_SUFFIXES = ("time_s", "peak_mem_mb")
 GRID_KEYS = ("grid_index", "final")
 
 
-def _strip(rec: dict) -> dict:
-    return {k: v for k, v in rec.items() if not k.endswith(MACHINE_BOUND_SUFFIXES)}
+def _strip(rec: dict, ignored: tuple[str, ...] = ()) -> dict:
+    return {k: v for k, v in rec.items() if not k.endswith(MACHINE_BOUND_SUFFIXES) and k not in ignored}
 
 
 def _shared(ra: list[dict], rb: list[dict], last_step: int) -> tuple[list[dict], list[dict]]:
@@ -45,24 +45,20 @@ def _shared(ra: list[dict], rb: list[dict], last_step: int) -> tuple[list[dict],
     return [r for r in ra if key(r) in keys], [r for r in rb if key(r) in keys]
 
 
-def first_difference(run_a: Path, run_b: Path, shared_steps: bool = False) -> str | None:
-    """None when the two runs agree on every value not measured in seconds or bytes; else the first
-    difference, in words. `shared_steps`: only on the steps and evaluations both runs hold (see the module)."""
-    return _compare(run_a, run_b, shared_steps)[0]
-
-
-def _compare(run_a: Path, run_b: Path, shared_steps: bool) -> tuple[str | None, int, int]:
-    """(first difference or None, evaluations compared, steps compared)."""
+def first_difference(run_a: Path, run_b: Path, shared_steps: bool = False) -> tuple[str | None, int, int]:
+    """(None when the two runs agree on every value not measured in seconds or bytes, else the first
+    difference in words; the evaluations and the steps compared). `shared_steps`: only on the steps and
+    evaluations both runs hold, their grid bookkeeping aside (see the module)."""
     logs = {name: (read_jsonl(run_a / name), read_jsonl(run_b / name)) for name in ("eval.jsonl", "metrics.jsonl")}
+    ignored = ()
     if shared_steps:
         last = min(max((r.get("step", 0) for r in rows), default=0) for rows in logs["metrics.jsonl"])
         logs = {name: _shared(ra, rb, last) for name, (ra, rb) in logs.items()}
-        logs = {n: tuple([{k: v for k, v in r.items() if k not in GRID_KEYS} for r in rows] for rows in pair)
-                for n, pair in logs.items()}  # fmt: skip
+        ignored = GRID_KEYS
     counts = len(logs["eval.jsonl"][0]), len(logs["metrics.jsonl"][0])
     for name, (ra, rb) in logs.items():
         for i, (a, b) in enumerate(zip(ra, rb, strict=False)):  # lengths compared below
-            a, b = _strip(a), _strip(b)
+            a, b = _strip(a, ignored), _strip(b, ignored)
             if a != b:
                 keys = sorted(set(a) | set(b))
                 key = next(k for k in keys if a.get(k) != b.get(k))
@@ -98,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if unfinished:  # a run still training (or stopped) is not compared record by record
             print(f"UNFINISHED {rel}  (no summary.json in {' and '.join(unfinished)})")
             continue
-        diff, n_eval, n_steps = _compare(a[rel], b[rel], args.shared_steps)
+        diff, n_eval, n_steps = first_difference(a[rel], b[rel], args.shared_steps)
         if diff is None and args.shared_steps and not n_steps:
             diff = "no step in common"
         if diff is None:

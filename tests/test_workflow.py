@@ -459,8 +459,8 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
         )
     # The ablations table sets the released runs of the same arms beside ours; the released logs get their own.
     assert job_counts(default)["released_ablations"] == 1
-    assert "ablations --released results/released/curves.csv --out-dir results/released" in shell_command(
-        default, "ablations --released results/released/curves.csv --out-dir results/released"
+    assert shell_command(default, "pods.analysis ablations --released").startswith(
+        "python -m pods.analysis ablations --released results/released/curves.csv --out-dir results/released "
     )
     assert shell_command(default, "pods.analysis ablations --curves").startswith(
         "python -m pods.analysis ablations --curves results/smoke/tables/curves.csv "
@@ -660,10 +660,10 @@ def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_the_defau
 
 
 def test_tiny_ablations200_overlay_runs_a_s_sweeps_and_main_arms_to_200_steps_on_3_seeds(workdir):
-    """config/tiny_ablations200.yaml (issue 10's record of what the ablations resolve past 60 steps, the default's
-    budget before it): its own
-    root and (a)'s sheet, the ten sweep/ablation arms and the two main arms on seeds 0-2, all at 200 steps
-    with 400-problem evaluations every 20 on the primary set only, and the ablations table made from them."""
+    """config/tiny_ablations200.yaml (issue 10's record of what the ablations resolve past 60 steps, the
+    default's budget before it): its own root and (a)'s sheet, the ten sweep/ablation arms and the two main
+    arms on seeds 0-2, all at 200 steps with 400-problem evaluations every 20 on the primary set only, and
+    the ablations table made from them."""
     root = "results/ablations200"
     out, jobs = overlay_train_jobs(workdir, "config/tiny_ablations200.yaml", root)
     assert len(jobs) == 36
