@@ -195,3 +195,46 @@ def test_compare_runs_shared_steps_compares_a_short_run_with_the_prefix_of_a_lon
     capsys.readouterr()
     assert cmp.main(["--shared-steps", str(tmp_path / "short"), str(tmp_path / "early")]) == 1
     assert "metrics.jsonl record 1 (step 2): reward_mean = 3.0 vs 3.5" in capsys.readouterr().out
+
+
+def test_compare_tables_allows_seconds_only_and_names_the_first_other_difference(tmp_path, capsys):
+    """scripts/compare_tables.py (criterion 1 for a whole job): two tables folders may differ in the columns
+    measured in seconds (by name, and time_to_peak.csv's eval-grid speed-up); a steps-to-peak speed-up or an
+    accuracy that differs makes the table DIFFERENT, and a missing row count or nothing compared is no pass."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "compare_tables", Path(__file__).parents[1] / "scripts/compare_tables.py"
+    )
+    cmp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cmp)
+
+    def write(root, sps, speedup, steps_speedup="1.5", value="0.8"):
+        root.mkdir()
+        (root / "time_to_peak.csv").write_text(
+            "setting,speedup,ci_low,t_pods_s,sps_pods,speedup_steps,speedup_paper_hw\n"
+            f"a,{speedup},1.0,{sps * 10},{sps},{steps_speedup},1.1\n"
+        )
+        (root / "curves.csv").write_text(f"setting,step,time_s,value\na,0,0.0,0.5\na,10,{sps * 10},{value}\n")
+        (root / "levels.csv").write_text(f"setting,speedup\na,{steps_speedup}\n")
+
+    write(tmp_path / "a", 0.3, 2.0)
+    write(tmp_path / "b", 0.7, 2.6)  # the same job with a core busy: seconds differ, steps do not
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "seconds    time_to_peak.csv: differs only in speedup (1), t_pods_s (1), sps_pods (1) of 1 rows" in out
+    assert "identical  levels.csv: 1 rows" in out
+    assert "3 of 3 shared tables equal" in out
+    write(tmp_path / "c", 0.3, 2.0, steps_speedup="1.6")
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+    out = capsys.readouterr().out
+    assert "DIFFERENT  levels.csv: row 1, speedup: '1.5' vs '1.6'" in out  # steps-based there
+    assert "DIFFERENT  time_to_peak.csv: row 1, speedup_steps: '1.5' vs '1.6'" in out
+    write(tmp_path / "d", 0.3, 2.0, value="0.9")
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "d")]) == 1
+    assert "DIFFERENT  curves.csv: row 2, value: '0.8' vs '0.9'" in capsys.readouterr().out
+    (tmp_path / "b" / "levels.csv").unlink()  # a table the other job did not write
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    assert "ONE SIDE   levels.csv (only in A)" in capsys.readouterr().out
+    (tmp_path / "e").mkdir()
+    assert cmp.main([str(tmp_path / "a"), str(tmp_path / "e")]) == 1  # nothing compared is no pass
