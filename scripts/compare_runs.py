@@ -16,6 +16,16 @@ up to it. The tiny scale's step budget makes a short run the prefix of a long on
 against the main job's 600 steps), which this checks:
 
       python scripts/compare_runs.py --shared-steps results/ablations200/runs results/runs
+
+With ``--outcomes`` only what a run sampled and scored is compared, not the floats it computed on the way:
+each step's rewards (``reward_mean``, ``kept_reward_mean``, the ``reward_*_mean`` parts), completion lengths,
+zero-variance and clipped shares, and every evaluation (accuracies, lengths). Two CPUs of different vendors
+do not give the same bits (benchmarks/README.md, "A second kind of CPU"): the losses and gradients part at
+about 1e-7 from step 1, and the sampled rewards and evaluations then hold until a rounding difference flips
+one sampled token. This mode says, for each run, the first step at which the rewards part and the first
+at which the evaluations do, and both runs' best and final accuracy on the primary test set:
+
+      python scripts/compare_runs.py --outcomes /amd/results/runs /intel/results/runs
 """
 
 from __future__ import annotations
@@ -27,6 +37,16 @@ from pathlib import Path
 from pods.runlog import read_jsonl
 
 MACHINE_BOUND_SUFFIXES = ("time_s", "peak_mem_mb")
+# --outcomes: the per-step values that are counts or means of what was sampled and scored.
+OUTCOME_KEYS = (
+    "reward_mean",
+    "kept_reward_mean",
+    "completion_len_mean",
+    "kept_completion_len_mean",
+    "frac_zero_std",
+    "kept_frac_zero_std",
+    "clipped_ratio",
+)
 # Bookkeeping of the evaluation grid and the budget, which differ by design between a short and a long run.
 GRID_KEYS = ("grid_index", "final")
 
@@ -69,6 +89,41 @@ def first_difference(run_a: Path, run_b: Path, shared_steps: bool = False) -> tu
     return None, *counts
 
 
+def _outcomes(rec: dict) -> dict:
+    keep = {k: v for k, v in rec.items() if k in OUTCOME_KEYS or (k.startswith("reward_") and k.endswith("_mean"))}
+    return {"step": rec.get("step"), **keep}
+
+
+def outcome_differences(run_a: Path, run_b: Path) -> dict[str, str | int | None]:
+    """Where two runs' sampled outcomes first part: 'rewards' (the first step whose rewards, lengths or
+    shares differ, None if none), 'evaluations' (the step of the first evaluation that differs), 'what'
+    (that first difference in words), and 'accuracy' (best / final accuracy of each run on the first
+    test set it evaluates)."""
+    out: dict[str, str | int | None] = {"rewards": None, "evaluations": None, "what": None}
+    for name, field, strip in (("metrics.jsonl", "rewards", _outcomes), ("eval.jsonl", "evaluations", _strip)):
+        ra, rb = read_jsonl(run_a / name), read_jsonl(run_b / name)
+        for a, b in zip(ra, rb, strict=False):
+            a, b = strip(a), strip(b)
+            if a != b:
+                key = next(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+                out[field] = step = a.get("step", b.get("step"))
+                if out["what"] is None or (isinstance(out["rewards"], int) and step < out["rewards"]):  # the earlier
+                    out["what"] = f"{name} step {step}: {key} = {a.get(key)!r} vs {b.get(key)!r}"
+                break
+        else:
+            if len(ra) != len(rb):
+                out[field] = "length"
+                out["what"] = out["what"] or f"{name}: {len(ra)} vs {len(rb)} records"
+    accs = []
+    for run in (run_a, run_b):
+        rows = read_jsonl(run / "eval.jsonl")
+        first = rows[0].get("dataset") if rows else None
+        acc = [r["accuracy"] for r in rows if r.get("dataset") == first and r.get("step", 0) > 0]
+        accs.append(f"{max(acc):.4f}/{acc[-1]:.4f}" if acc else "-")
+    out["accuracy"] = " vs ".join(accs)
+    return out
+
+
 def run_dirs(root: Path) -> dict[str, Path]:
     return {str(p.parent.relative_to(root)): p.parent for p in sorted(root.rglob("metrics.jsonl"))}
 
@@ -82,7 +137,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compare only the steps and evaluations both runs hold (runs of one arm under different budgets)",
     )
+    ap.add_argument(
+        "--outcomes",
+        action="store_true",
+        help="compare only sampled rewards, lengths and evaluations; say where each first parts (two CPU vendors)",
+    )
     args = ap.parse_args(argv)
+    if args.outcomes and args.shared_steps:
+        ap.error("--outcomes compares whole runs; use it without --shared-steps")
     for root in (args.runs_a, args.runs_b):
         if not root.is_dir():
             ap.error(f"{root} is not a directory (give the folder that holds the runs, e.g. results/runs)")
@@ -93,6 +155,16 @@ def main(argv: list[str] | None = None) -> int:
         unfinished = [x for x, d in (("A", a[rel]), ("B", b[rel])) if not (d / "summary.json").is_file()]
         if unfinished:  # a run still training (or stopped) is not compared record by record
             print(f"UNFINISHED {rel}  (no summary.json in {' and '.join(unfinished)})")
+            continue
+        if args.outcomes:
+            o = outcome_differences(a[rel], b[rel])
+            same += o["rewards"] is None and o["evaluations"] is None
+            verdict = "same outcomes" if o["rewards"] is None and o["evaluations"] is None else "OUTCOMES PART"
+            print(
+                f"{verdict:<13}  {rel}  rewards part at step {o['rewards'] or 'none'}, evaluations at step "
+                f"{o['evaluations'] or 'none'}; best/final accuracy {o['accuracy']}"
+                + (f"; first: {o['what']}" if o["what"] else "")
+            )
             continue
         diff, n_eval, n_steps = first_difference(a[rel], b[rel], args.shared_steps)
         if diff is None and args.shared_steps and not n_steps:
@@ -105,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"DIFFERENT  {rel}  first: {diff}")
     for rel in sorted(set(a) ^ set(b)):
         print(f"only in {'A' if rel in a else 'B'}: {rel}")
-    print(f"{same} of {len(shared)} shared runs identical")
+    what = "with the same sampled outcomes" if args.outcomes else "identical"
+    unfinished = sum(not ((a[r] / "summary.json").is_file() and (b[r] / "summary.json").is_file()) for r in shared)
+    left = f" ({unfinished} unfinished, not compared)" if unfinished else ""
+    print(f"{same} of {len(shared)} shared runs {what}{left}")
     return 0 if shared and same == len(shared) else 1
 
 

@@ -197,6 +197,51 @@ def test_compare_runs_shared_steps_compares_a_short_run_with_the_prefix_of_a_lon
     assert "metrics.jsonl record 1 (step 2): reward_mean = 3.0 vs 3.5" in capsys.readouterr().out
 
 
+def test_compare_runs_outcomes_ignores_float_drift_and_says_where_the_samples_part(tmp_path, capsys):
+    """scripts/compare_runs.py --outcomes (two CPU vendors): losses, gradients and entropies may differ from
+    step 1; the run keeps 'same outcomes' while the sampled rewards, lengths and evaluations agree, and once
+    they part the first step of each is named, with best/final accuracy on the primary test set."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("compare_runs", Path(__file__).parents[1] / "scripts/compare_runs.py")
+    cmp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cmp)
+
+    def write(root, drift, reward_from=None, acc_from=None):
+        d = root / "e" / "arm" / "seed~0"
+        d.mkdir(parents=True)
+        steps = [{"step": s, "time_s": 0.1, "loss": 0.25 + drift, "entropy": 0.01 + drift, "grad_norm": 1 + drift,
+                  "reward_mean": 2.0 + s / 8 + (0.125 if reward_from and s >= reward_from else 0),
+                  "reward_accuracy_mean": 0.5, "completion_len_mean": 55.0} for s in range(1, 5)]  # fmt: skip
+        evals = [{"step": s, "dataset": "arith", "accuracy": 0.5 + s / 100 + (0.0025 if acc_from and s >= acc_from
+                  else 0), "eval_time_s": drift} for s in range(0, 5, 2)]  # fmt: skip
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
+        (d / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+        (d / "summary.json").write_text("{}")
+
+    write(tmp_path / "amd", 0.0)
+    write(tmp_path / "intel", 1e-7)  # floats part at step 1, samples never
+    write(tmp_path / "late", 1e-7, reward_from=3, acc_from=4)
+    write(tmp_path / "eval_first", 1e-7, reward_from=4, acc_from=2)
+    assert cmp.main([str(tmp_path / "amd"), str(tmp_path / "intel")]) == 1  # not the same bits
+    capsys.readouterr()
+    assert cmp.main(["--outcomes", str(tmp_path / "amd"), str(tmp_path / "intel")]) == 0
+    out = capsys.readouterr().out
+    assert "same outcomes  e/arm/seed~0  rewards part at step none, evaluations at step none" in out
+    assert "best/final accuracy 0.5400/0.5400 vs 0.5400/0.5400" in out
+    assert "1 of 1 shared runs with the same sampled outcomes" in out
+    assert cmp.main(["--outcomes", str(tmp_path / "amd"), str(tmp_path / "late")]) == 1
+    out = capsys.readouterr().out
+    assert "OUTCOMES PART  e/arm/seed~0  rewards part at step 3, evaluations at step 4" in out
+    assert "first: metrics.jsonl step 3: reward_mean = 2.375 vs 2.5" in out
+    assert cmp.main(["--outcomes", str(tmp_path / "amd"), str(tmp_path / "eval_first")]) == 1
+    assert "first: eval.jsonl step 2: accuracy = 0.52 vs 0.5225" in capsys.readouterr().out  # the earlier one
+    (tmp_path / "late" / "e" / "arm" / "seed~0" / "summary.json").unlink()
+    assert cmp.main(["--outcomes", str(tmp_path / "amd"), str(tmp_path / "late")]) == 1
+    assert "0 of 1 shared runs with the same sampled outcomes (1 unfinished, not compared)" in capsys.readouterr().out
+
+
 def test_compare_tables_allows_seconds_only_and_names_the_first_other_difference(tmp_path, capsys):
     """scripts/compare_tables.py (criterion 1 for a whole job): two tables folders may differ in the columns
     measured in seconds (by name, and time_to_peak.csv's eval-grid speed-up); a steps-to-peak speed-up or an
