@@ -160,9 +160,10 @@ def main(argv: list[str] | None = None) -> int:
             o = outcome_differences(a[rel], b[rel])
             same += o["rewards"] is None and o["evaluations"] is None
             verdict = "same outcomes" if o["rewards"] is None and o["evaluations"] is None else "OUTCOMES PART"
+            at = {k: "none" if o[k] is None else o[k] for k in ("rewards", "evaluations")}  # step 0 is a step
             print(
-                f"{verdict:<13}  {rel}  rewards part at step {o['rewards'] or 'none'}, evaluations at step "
-                f"{o['evaluations'] or 'none'}; best/final accuracy {o['accuracy']}"
+                f"{verdict:<13}  {rel}  rewards part at step {at['rewards']}, evaluations at step "
+                f"{at['evaluations']}; best/final accuracy {o['accuracy']}"
                 + (f"; first: {o['what']}" if o["what"] else "")
             )
             continue

@@ -214,8 +214,8 @@ def test_compare_runs_outcomes_ignores_float_drift_and_says_where_the_samples_pa
         steps = [{"step": s, "time_s": 0.1, "loss": 0.25 + drift, "entropy": 0.01 + drift, "grad_norm": 1 + drift,
                   "reward_mean": 2.0 + s / 8 + (0.125 if reward_from and s >= reward_from else 0),
                   "reward_accuracy_mean": 0.5, "completion_len_mean": 55.0} for s in range(1, 5)]  # fmt: skip
-        evals = [{"step": s, "dataset": "arith", "accuracy": 0.5 + s / 100 + (0.0025 if acc_from and s >= acc_from
-                  else 0), "eval_time_s": drift} for s in range(0, 5, 2)]  # fmt: skip
+        evals = [{"step": s, "dataset": "arith", "accuracy": 0.5 + s / 100 + (0.0025 if acc_from is not None
+                  and s >= acc_from else 0), "eval_time_s": drift} for s in range(0, 5, 2)]  # fmt: skip
         (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
         (d / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
         (d / "summary.json").write_text("{}")
@@ -237,6 +237,9 @@ def test_compare_runs_outcomes_ignores_float_drift_and_says_where_the_samples_pa
     assert "first: metrics.jsonl step 3: reward_mean = 2.375 vs 2.5" in out
     assert cmp.main(["--outcomes", str(tmp_path / "amd"), str(tmp_path / "eval_first")]) == 1
     assert "first: eval.jsonl step 2: accuracy = 0.52 vs 0.5225" in capsys.readouterr().out  # the earlier one
+    write(tmp_path / "other_model", 1e-7, acc_from=0)  # parts at the evaluation before training
+    assert cmp.main(["--outcomes", str(tmp_path / "amd"), str(tmp_path / "other_model")]) == 1
+    assert "rewards part at step none, evaluations at step 0;" in capsys.readouterr().out
     (tmp_path / "late" / "e" / "arm" / "seed~0" / "summary.json").unlink()
     assert cmp.main(["--outcomes", str(tmp_path / "amd"), str(tmp_path / "late")]) == 1
     assert "0 of 1 shared runs with the same sampled outcomes (1 unfinished, not compared)" in capsys.readouterr().out
