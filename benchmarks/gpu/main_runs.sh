@@ -21,6 +21,7 @@ DEADLINE=${PODS_MAIN_RUNS_DEADLINE_S:-500}
 export OMP_NUM_THREADS=1 PODS_NO_PROGRESS=1 PODS_CACHE=${PODS_CACHE:-$PWD/resources/models}
 T0=$(date +%s)
 mkdir -p results/fresh_cache /tmp/pods_bin
+rm -f results/xhost_jobs.txt results/xhost_skipped.txt  # this call's records only
 # The workflow's rules call `python`; the machine's image names its interpreter python3.
 command -v python >/dev/null || ln -sf "$(command -v python3)" /tmp/pods_bin/python
 export PATH=/tmp/pods_bin:$PATH
