@@ -100,8 +100,9 @@ def outcome_differences(run_a: Path, run_b: Path) -> dict[str, str | int | None]
     (that first difference in words), and 'accuracy' (best / final accuracy of each run on the first
     test set it evaluates)."""
     out: dict[str, str | int | None] = {"rewards": None, "evaluations": None, "what": None}
+    evals = read_jsonl(run_a / "eval.jsonl"), read_jsonl(run_b / "eval.jsonl")  # read once: compared, then scored
     for name, field, strip in (("metrics.jsonl", "rewards", _outcomes), ("eval.jsonl", "evaluations", _strip)):
-        ra, rb = read_jsonl(run_a / name), read_jsonl(run_b / name)
+        ra, rb = evals if name == "eval.jsonl" else (read_jsonl(run_a / name), read_jsonl(run_b / name))
         for a, b in zip(ra, rb, strict=False):
             a, b = strip(a), strip(b)
             if a != b:
@@ -115,8 +116,7 @@ def outcome_differences(run_a: Path, run_b: Path) -> dict[str, str | int | None]
                 out[field] = "length"
                 out["what"] = out["what"] or f"{name}: {len(ra)} vs {len(rb)} records"
     accs = []
-    for run in (run_a, run_b):
-        rows = read_jsonl(run / "eval.jsonl")
+    for rows in evals:
         first = rows[0].get("dataset") if rows else None
         acc = [r["accuracy"] for r in rows if r.get("dataset") == first and r.get("step", 0) > 0]
         accs.append(f"{max(acc):.4f}/{acc[-1]:.4f}" if acc else "-")
@@ -150,16 +150,18 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{root} is not a directory (give the folder that holds the runs, e.g. results/runs)")
     a, b = run_dirs(args.runs_a), run_dirs(args.runs_b)
     shared = sorted(set(a) & set(b))
-    same = 0
+    same = unfinished = 0
     for rel in shared:
-        unfinished = [x for x, d in (("A", a[rel]), ("B", b[rel])) if not (d / "summary.json").is_file()]
-        if unfinished:  # a run still training (or stopped) is not compared record by record
-            print(f"UNFINISHED {rel}  (no summary.json in {' and '.join(unfinished)})")
+        missing = [x for x, d in (("A", a[rel]), ("B", b[rel])) if not (d / "summary.json").is_file()]
+        if missing:  # a run still training (or stopped) is not compared record by record
+            print(f"UNFINISHED {rel}  (no summary.json in {' and '.join(missing)})")
+            unfinished += 1
             continue
         if args.outcomes:
             o = outcome_differences(a[rel], b[rel])
-            same += o["rewards"] is None and o["evaluations"] is None
-            verdict = "same outcomes" if o["rewards"] is None and o["evaluations"] is None else "OUTCOMES PART"
+            agree = o["rewards"] is None and o["evaluations"] is None
+            same += agree
+            verdict = "same outcomes" if agree else "OUTCOMES PART"
             at = {k: "none" if o[k] is None else o[k] for k in ("rewards", "evaluations")}  # step 0 is a step
             print(
                 f"{verdict:<13}  {rel}  rewards part at step {at['rewards']}, evaluations at step "
@@ -179,7 +181,6 @@ def main(argv: list[str] | None = None) -> int:
     for rel in sorted(set(a) ^ set(b)):
         print(f"only in {'A' if rel in a else 'B'}: {rel}")
     what = "with the same sampled outcomes" if args.outcomes else "identical"
-    unfinished = sum(not ((a[r] / "summary.json").is_file() and (b[r] / "summary.json").is_file()) for r in shared)
     left = f" ({unfinished} unfinished, not compared)" if unfinished else ""
     print(f"{same} of {len(shared)} shared runs {what}{left}")
     return 0 if shared and same == len(shared) else 1

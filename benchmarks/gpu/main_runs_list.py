@@ -54,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    trains.sort(key=lambda c: -seconds(c, args.times_from))
-    total = sum(max(seconds(c, args.times_from), 0.0) for c in trains)
+    took = {c: seconds(c, args.times_from) for c in trains}  # each summary.json read once
+    trains.sort(key=lambda c: -took[c])
+    total = sum(max(t, 0.0) for t in took.values())
     print("\n".join(builds + trains))
     print(
         f"{len(builds)} builds, {len(trains)} runs; the runs took {total:.0f} s together in the earlier job",
