@@ -232,7 +232,7 @@ def test_every_setting_has_one_main_comparison_in_the_sheet(sheet):
 # The tiny models each scale builds: the tiny scale trains (a), its sweeps and (e), and benchmarks Fig. 1,
 # on the warm-started model (issue 10); the smoke scale keeps the experiment YAMLs' cheaper models.
 SCALE_MODELS = {
-    "tiny": (["llama-arith_hard", "llama-arith_mc", "llama-arith_warm", "qwen2-arith"], "llama-arith_warm"),
+    "tiny": (["llama-arith_hard", "llama-arith_mc", "llama-arith_warm_tt", "qwen2-arith"], "llama-arith_warm_tt"),
     "smoke": (["llama-arith", "llama-arith_hard", "llama-arith_mc", "qwen2-arith"], "llama-arith"),
 }
 
@@ -729,19 +729,19 @@ def test_tiny_a_add_overlays_run_the_main_comparison_of_a_on_additions(workdir, 
 
 
 def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
-    """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm (built
+    """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm_tt (built
     by a job of the DAG), (a) 600 steps on 8 seeds per main arm and (e) 150 steps, both on 400-problem
     evaluations; (b)-(d), (f) keep their experiment YAML's model, (b)-(d) the scale's evaluation size,
     and (f) runs 100 steps on 3 seeds per arm with 400-problem evaluations."""
     seen, seeds = {}, {}
     for letter, args, job in parsed_train_jobs(scale_dry_run(workdir, dry_runs, "tiny"), "results"):
         model = args.get("policy.model")
-        if model == "tiny:llama-arith_warm":
-            assert any(i.endswith("tiny/llama-arith_warm/pods_tiny.json") for i in job["input"]), job["input"]
+        if model == "tiny:llama-arith_warm_tt":
+            assert any(i.endswith("tiny/llama-arith_warm_tt/pods_tiny.json") for i in job["input"]), job["input"]
         seen.setdefault(letter, set()).add((model, args["budget.max_steps"], args.get("eval.max_examples")))
         seeds.setdefault((letter, args["budget.max_steps"]), set()).add(args["seed"])
-    assert seen["a"] == {("tiny:llama-arith_warm", "600", "400"), ("tiny:llama-arith_warm", "200", "400")}
-    assert seen["e"] == {("tiny:llama-arith_warm", "150", "400")}
+    assert seen["a"] == {("tiny:llama-arith_warm_tt", "600", "400"), ("tiny:llama-arith_warm_tt", "200", "400")}
+    assert seen["e"] == {("tiny:llama-arith_warm_tt", "150", "400")}
     assert seeds[("a", "600")] == {str(s) for s in range(8)}
     assert seeds[("a", "200")] == {"0", "1", "2"}
     for letter in "bcdf":
