@@ -266,7 +266,9 @@ def _sft_batches(records: list[dict], tokenizer: Any, batch_size: int, gen: torc
     split = re.compile("(" + "|".join(map(re.escape, tags)) + ")").split if tags else (lambda text: [text])
 
     def encode(text: str) -> list[int]:
-        return [i for part in split(text) for i in ([vocab[part]] if part in tags else [vocab.get(ch, unk) for ch in part])]
+        return [
+            i for part in split(text) for i in ([vocab[part]] if part in tags else [vocab.get(ch, unk) for ch in part])
+        ]
 
     prompts = [[bos] + encode(r["prompt"]) for r in records]
     solutions = [encode(r["solution"]) for r in records]

@@ -1,5 +1,6 @@
 """Tests of pods.models: char tokenizer, tiny build/cache/reload, spec validation, LoRA, smol (slow)."""
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -54,6 +55,61 @@ def test_char_tokenizer_round_trip():
     assert tok.decode(ids, skip_special_tokens=True) == text
     assert tok.pad_token_id is not None
     assert tok.padding_side == "left"
+
+
+def test_tag_tokens_make_each_tag_one_token_and_keep_every_text(tmp_path):
+    """build_char_tokenizer(tag_tokens=True) (issue 10: shorter tiny completions): the characters keep their
+    ids, each of the format's four tags (with its newlines) is one token, a gold completion is 23 tokens
+    instead of 56, and any text, broken tags included, decodes back to itself, after a save and reload too."""
+    plain, tags = models.build_char_tokenizer(), models.build_char_tokenizer(tag_tokens=True)
+    assert len(tags) == len(plain) + 4
+    assert {t: tags.convert_tokens_to_ids(t) for t in tiny.TAG_TOKENS} == dict(
+        zip(tiny.TAG_TOKENS, range(len(plain), len(plain) + 4), strict=True)
+    )
+    gold = "<think>\n0+4+0=4\n8+7+0=15\n</think>\n<answer>\n154\n</answer>"
+    assert len(plain(gold, add_special_tokens=False)["input_ids"]) == 56
+    assert len(tags(gold, add_special_tokens=False)["input_ids"]) == 23
+    prompt = "80+74=\n"
+    assert tags(prompt)["input_ids"] == plain(tags.bos_token + prompt, add_special_tokens=False)["input_ids"]
+    tags.save_pretrained(tmp_path)
+    (tmp_path / "pods_tiny.json").write_text("{}")  # load_tokenizer's mark of a tiny model directory
+    loaded = models.load_tokenizer(tmp_path)
+    hostile = ["<think>", "</think>\n<answer>", "<answer>\n<answer>\n\n</answer>", "<thi\nnk>\n", gold + gold, ""]
+    for text in [gold, prompt, *hostile]:
+        for tok in (tags, loaded):
+            ids = tok(text)["input_ids"]
+            # the decode TRL and generate() use (skip_special_tokens) keeps the tags: they are not special
+            assert tok.decode(ids, skip_special_tokens=True) == text, text
+    assert loaded(gold)["input_ids"] == tags(gold)["input_ids"]
+
+
+def test_sft_rows_are_the_tokenizers_encoding_with_tag_tokens():
+    """The warm start's fast encoding (a dict lookup, split at the tags) gives the tokenizer's own ids for
+    every record, with and without tag tokens; loss only on solution + EOS."""
+    from pods import data as pdata
+
+    records = pdata.warm_start_train("arith", seed=0)[:40]
+    for tag_tokens in (False, True):
+        tok = models.build_char_tokenizer(tag_tokens=tag_tokens)
+        batch = next(tiny._sft_batches(records, tok, batch_size=40, gen=torch.Generator().manual_seed(0)))
+        rows = {
+            tuple(ids[mask.bool()].tolist()): labels[mask.bool()].tolist()
+            for ids, labels, mask in zip(batch["input_ids"], batch["labels"], batch["attention_mask"], strict=True)
+        }
+        for r in records:
+            p = tok(r["prompt"])["input_ids"]
+            s = tok(r["solution"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+            assert rows[tuple(p + s)] == [-100] * len(p) + s
+        assert max(len(k) for k in rows) < (40 if tag_tokens else 80)
+
+
+def test_tt_recipe_is_the_warm_recipe_with_tag_tokens():
+    warm, tt = models.TINY_MODELS["llama-arith_warm"], models.TINY_MODELS["llama-arith_warm_tt"]
+    assert not warm.tag_tokens
+    assert tt.tag_tokens
+    assert dataclasses.replace(tt, tag_tokens=False) == warm
+    # a card written before the field existed reads as tag_tokens=False: those caches stay fresh
+    assert tiny._SPEC_DEFAULTS["tag_tokens"] is False
 
 
 def test_tiny_build_deterministic_and_complete(built):
