@@ -149,7 +149,7 @@ TINY_MODELS: dict[str, TinySpec] = {
     "llama-arith_warm": TinySpec(arch="llama", task="arith", target_accuracy=0.65),
     # llama-arith_warm with the format's tags as single tokens: the same recipe, a gold completion 23 tokens
     # long instead of 56, so a tiny step generates and trains on less than half the tokens (issue 10's
-    # "make tiny steps cheaper"; config/tiny_tagtokens.yaml runs (a) on it; not the default yet).
+    # "make tiny steps cheaper"). The tiny scale's default model for (a), its sweeps and (e) (config/config.yaml).
     "llama-arith_warm_tt": TinySpec(arch="llama", task="arith", target_accuracy=0.65, tag_tokens=True),
     # The GPU benchmark model (issue 14): the llama-arith layout at GPT-2-small width, 85M parameters,
     # so that on a GPU the update is compute-bound, not launch-bound. Warm-started on a GPU
