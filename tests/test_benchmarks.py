@@ -344,6 +344,30 @@ def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
     ]  # fmt: skip
 
 
+def test_committed_gpu_tag_token_tables_recompute_from_their_curves(tmp_path):
+    """benchmarks/results/gpu_h100_tt_*.csv (session 29: the tag-token default's (a) on 8 + 8 seeds and (e) on
+    4 + 4, one H100) are what `pods analysis time-to-peak`, `levels` and `plateau` make of the committed
+    curves and steps: every number but the paper-hardware columns (there from the released logs' steps.csv)."""
+    import pandas as pd
+
+    from pods import analysis
+
+    res = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    curves, steps = str(res / "gpu_h100_tt_curves.csv"), str(res / "gpu_h100_tt_steps.csv")
+    for cmd, extra in (("time-to-peak", ["--steps", steps]), ("levels", []), ("plateau", [])):
+        analysis.main([cmd, "--curves", curves, *extra, "--out-dir", str(tmp_path / cmd)])
+    for cmd, table in (("time-to-peak", "time_to_peak"), ("levels", "levels"), ("plateau", "plateau")):
+        got = pd.read_csv(tmp_path / cmd / f"{table}.csv")
+        want = pd.read_csv(res / f"gpu_h100_tt_{table}.csv")
+        cols = [c for c in want.columns if not c.startswith(("paper_sps", "speedup_paper_hw"))]
+        pd.testing.assert_frame_equal(got[cols], want[cols])
+    table = pd.read_csv(res / "gpu_h100_tt_steps.csv")
+    assert sorted(table.groupby(["setting", "arm"]).size().items()) == [
+        (("a", "grpo"), 8), (("a", "pods"), 8), (("e", "grpo_ga"), 4), (("e", "pods"), 4)
+    ]  # fmt: skip
+    assert table["completion_len_mean"].between(22, 25).all()  # the tag-token model: 23 tokens per gold completion
+
+
 def test_gpu_env_report_runs_as_a_module_from_the_repository_root():
     """benchmarks/gpu/checks.sh's first step (`python3 -m benchmarks.gpu.env_report`) on this machine: the
     versions come from pods.runlog.package_versions, as in every run's config.json meta."""

@@ -34,7 +34,7 @@ pack
 stage "update memory, 85M, n=64 m=16"
 timeout 120 python3 -m pods bench memory --model $M85 --device cuda --dtype bfloat16 --n 64 --m 16 \
     --prompt-len 64 --completion-len 256 --out $R/memory_85m.csv 2>&1 | grep -v Loading
-TINY=${PODS_GPU_TINY_MODEL:-tiny:llama-arith_warm}  # the tiny runs' model (carried; the 2026-11-24 table used tiny:llama-arith)
+TINY=${PODS_GPU_TINY_MODEL:-tiny:llama-arith_warm_tt}  # the tiny (a)/(e) model (carried; 2026-11-24 used tiny:llama-arith, 11-26 _warm)
 stage "asymmetry, $TINY (the CPU table's lengths), float32"
 timeout 90 python3 -m pods bench asymmetry --model $TINY --device cuda --dtype float32 --repeats 3 \
     --rollouts 8 16 32 64 128 256 512 --prompt-len 64 --completion-len 128 --out $R/asymmetry_tiny.csv 2>&1 | grep -v Loading
@@ -43,7 +43,7 @@ pack
 
 stage "seconds per step of the tiny (a)/(e) arms, each alone on the GPU (40 steps)"
 T="budget.max_time_s=null budget.max_steps=40 eval.every_s=null eval.every_steps=1000 eval.max_examples=8"
-T="$T checkpoint.every_steps=1000 policy.model=tiny:llama-arith_warm hardware.device=cuda"
+T="$T checkpoint.every_steps=1000 policy.model=$TINY hardware.device=cuda"
 for arm in "a grpo experiments/tiny_a.yaml rollout.n=16 rollout.m=16" \
            "a pods experiments/tiny_a.yaml rollout.n=64 rollout.m=16" \
            "e grpo_ga experiments/tiny_e.yaml rollout.n=8 rollout.m=8 optim.grad_accum=8" \

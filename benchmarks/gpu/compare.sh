@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 14, second GPU command: the tiny (a) and (e) comparisons on the GPU, 3 seeds per arm, with the
 # tiny scale's budgets and evaluations (config/config.yaml scales.tiny: (a) 600 steps, grid 25; (e) 150
-# steps, grid 10; 400-problem evaluations; the warm-started tiny:llama-arith_warm, float32), then the
+# steps, grid 10; 400-problem evaluations; float32; the model of config.yaml's tiny (a)/(e), the tag-token
+# tiny:llama-arith_warm_tt, or $PODS_GPU_TINY_MODEL: the 2026-11-24 table used tiny:llama-arith_warm), then the
 # workflow's analysis (pods.analysis collect, time-to-peak with the released logs' s/step, levels,
 # plateau). The 12 runs share the GPU at once (16 CPU cores; each run is one process), so their
 # seconds per step are measured under that sharing: checks.sh measures each arm alone.
@@ -14,8 +15,9 @@ R=results/gpu
 DEADLINE=${PODS_GPU_DEADLINE_S:-480}   # stop waiting for runs after this many seconds
 mkdir -p $R/logs
 pack() { [ -n "${OUT:-}" ] && tar czf "$OUT/gpu_compare_${SETTINGS// /}.tgz" --exclude='*/checkpoints' --exclude='*/final' $R/runs $R/tables $R/logs 2>/dev/null; true; }
-COMMON="budget.max_time_s=null eval.every_s=null policy.model=tiny:llama-arith_warm eval.max_examples=400 hardware.device=cuda"
-A="experiments/tiny_a.yaml rollout.rule=max_variance budget.max_steps=600 eval.every_steps=25 $COMMON"
+TINY=${PODS_GPU_TINY_MODEL:-tiny:llama-arith_warm_tt}
+COMMON="budget.max_time_s=null eval.every_s=null policy.model=$TINY eval.max_examples=400 hardware.device=cuda"
+A="experiments/tiny_a.yaml rollout.rule=max_variance budget.max_steps=600 eval.every_steps=25 eval.others_every=4 $COMMON"
 E="experiments/tiny_e.yaml rollout.rule=max_variance budget.max_steps=150 eval.every_steps=10 $COMMON"
 pids=()
 t0=$(date +%s)
@@ -33,7 +35,7 @@ for s in $SEEDS; do
         pids+=($!)
     done
 done
-echo "started ${#pids[@]} runs"
+echo "started ${#pids[@]} runs on $TINY"
 while :; do
     alive=0; for p in "${pids[@]}"; do kill -0 $p 2>/dev/null && alive=$((alive + 1)); done
     el=$(( $(date +%s) - t0 ))
