@@ -321,6 +321,16 @@ def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(t
 # ----------------------------------------------------------------------------- committed GPU results
 
 
+def _assert_table_equal_but_paper_hw(got_csv, want_csv):
+    """A recomputed analysis table equals the committed one in every column but the paper-hardware ones
+    (committed from the released logs' steps.csv, a workflow output; recomputed here from PAPER.md's s/step)."""
+    import pandas as pd
+
+    got, want = pd.read_csv(got_csv), pd.read_csv(want_csv)
+    cols = [c for c in want.columns if not c.startswith(("paper_sps", "speedup_paper_hw"))]
+    pd.testing.assert_frame_equal(got[cols], want[cols])
+
+
 def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
     """benchmarks/results/gpu_h100_tiny_time_to_peak.csv is what `pods analysis time-to-peak` makes of the
     committed curves and steps (issue 14): every number but the paper-hardware columns, which there came
@@ -334,10 +344,7 @@ def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
         out = tmp_path / steps
         analysis.main(["time-to-peak", "--curves", str(res / "gpu_h100_tiny_curves.csv"),
                        "--steps", str(res / f"gpu_h100_tiny_{steps}.csv"), "--out-dir", str(out)])  # fmt: skip
-        got = pd.read_csv(out / "time_to_peak.csv")
-        want = pd.read_csv(res / f"gpu_h100_tiny_{table}.csv")
-        cols = [c for c in want.columns if not c.startswith(("paper_sps", "speedup_paper_hw"))]
-        pd.testing.assert_frame_equal(got[cols], want[cols])
+        _assert_table_equal_but_paper_hw(out / "time_to_peak.csv", res / f"gpu_h100_tiny_{table}.csv")
     steps = pd.read_csv(res / "gpu_h100_tiny_steps.csv")
     assert sorted(steps.groupby(["setting", "arm"]).size().items()) == [
         (("a", "grpo"), 3), (("a", "pods"), 3), (("e", "grpo_ga"), 3), (("e", "pods"), 3)
@@ -356,16 +363,13 @@ def test_committed_gpu_tag_token_tables_recompute_from_their_curves(tmp_path):
     curves, steps = str(res / "gpu_h100_tt_curves.csv"), str(res / "gpu_h100_tt_steps.csv")
     for cmd, extra in (("time-to-peak", ["--steps", steps]), ("levels", []), ("plateau", [])):
         analysis.main([cmd, "--curves", curves, *extra, "--out-dir", str(tmp_path / cmd)])
-    for cmd, table in (("time-to-peak", "time_to_peak"), ("levels", "levels"), ("plateau", "plateau")):
-        got = pd.read_csv(tmp_path / cmd / f"{table}.csv")
-        want = pd.read_csv(res / f"gpu_h100_tt_{table}.csv")
-        cols = [c for c in want.columns if not c.startswith(("paper_sps", "speedup_paper_hw"))]
-        pd.testing.assert_frame_equal(got[cols], want[cols])
-    table = pd.read_csv(res / "gpu_h100_tt_steps.csv")
-    assert sorted(table.groupby(["setting", "arm"]).size().items()) == [
+        table = cmd.replace("-", "_")
+        _assert_table_equal_but_paper_hw(tmp_path / cmd / f"{table}.csv", res / f"gpu_h100_tt_{table}.csv")
+    runs = pd.read_csv(steps)
+    assert sorted(runs.groupby(["setting", "arm"]).size().items()) == [
         (("a", "grpo"), 8), (("a", "pods"), 8), (("e", "grpo_ga"), 4), (("e", "pods"), 4)
     ]  # fmt: skip
-    assert table["completion_len_mean"].between(22, 25).all()  # the tag-token model: 23 tokens per gold completion
+    assert runs["completion_len_mean"].between(22, 25).all()  # the tag-token model: 23 tokens per gold completion
 
 
 def test_gpu_env_report_runs_as_a_module_from_the_repository_root():
