@@ -404,6 +404,12 @@ class EvalConfig(_Section):
     """Sampling temperature at evaluation (PAPER.md §3.5: 0.9, not greedy); must be > 0."""
     max_completion_length: int = 512
     """Maximum generated tokens per test completion."""
+    noise: str = "fresh"
+    """Sampling noise of an evaluation: fresh (a new seed at each evaluation point of each run, from the run's
+    seed and step: the paper's independent evaluations) | common (one seed per test set, the same at every
+    evaluation of every run: common random numbers; torch's one-sample multinomial draws exponential noise per
+    row and token, so a policy that changed little samples nearly the same completions, and two curves differ
+    where the policies do, not where the draws did). The test problems are fixed either way."""
     metric: str = "paper"
     """Accuracy rule: paper (the training reward's rule) | code (the authors' utils/eval.py: correct if the whole
     text, the answer block or the last number matches)."""
@@ -411,6 +417,8 @@ class EvalConfig(_Section):
     def _check(self) -> None:
         if self.metric not in registry.EVAL_METRICS:
             self._fail("metric", f"is not one of {', '.join(registry.EVAL_METRICS)}", "use paper or code")
+        if self.noise not in registry.EVAL_NOISE:
+            self._fail("noise", f"is not one of {', '.join(registry.EVAL_NOISE)}", "use fresh (the paper) or common")
         if self.every_s is None and self.every_steps is None:
             raise ConfigError(
                 "eval",

@@ -76,6 +76,9 @@ LOGPROB_TEMPERATURES = ("sampling", "none")
 """optim.logprob_temperature: log-probs of logits / T (TRL, the (e)-(f) code) or of raw logits ((a)-(d) code)."""
 EVAL_METRICS = ("paper", "code")
 """eval.metric: the training reward's accuracy rule, or the authors' lenient utils/eval.py rule."""
+EVAL_NOISE = ("fresh", "common")
+"""eval.noise: new sampling noise at each evaluation (the paper), or the same noise at every evaluation of
+every run (common random numbers: curves differ only where the policies do)."""
 MATH_GOLD = ("balanced", "code")
 """task.math_gold: \\boxed{} with matched braces, or cut at the first '}' as the authors' code."""
 FIDELITY = ("paper", "code")
@@ -269,6 +272,7 @@ NAME_VOCAB: dict[str, str] = {
     "eval.repeats": "evalrep",
     "eval.temperature": "evaltemp",
     "eval.max_completion_length": "evallen",
+    "eval.noise": "evalnoise",
     # fidelity options (pods.fidelity)
     "rollout.top_k": "topk",
     "rollout.vllm_is_correction": "isc",

@@ -157,6 +157,12 @@ class RunController(TrainerCallback):
 
         return float(broadcast(torch.tensor([t], dtype=torch.float64, device=self.acc.device), 0).item())
 
+    def _eval_seed(self, step: int, d_idx: int) -> int:
+        """The sampling seed of test set ``d_idx`` at ``step`` (eval.noise: fresh per run and step, or common)."""
+        if self.cfg.eval.noise == "common":
+            return mix_seed(d_idx, 0xC0)
+        return mix_seed(self.cfg.seed, step, d_idx, 0xE7)
+
     def run_eval(self, step: int, final: bool = False, grid_index: int | None = None) -> None:
         from accelerate.utils import gather_object
 
@@ -175,7 +181,7 @@ class RunController(TrainerCallback):
                     ecfg.repeats,
                     ecfg.temperature,
                     ecfg.max_completion_length,
-                    seed=mix_seed(self.cfg.seed, step, d_idx, 0xE7),
+                    seed=self._eval_seed(step, d_idx),
                     variant=self.cfg.task.reward,
                     metric=self.cfg.eval.metric,
                     process_index=tr.accelerator.process_index,

@@ -524,6 +524,7 @@ CHANGES = {
     "eval.repeats": 2,
     "eval.temperature": 0.5,
     "eval.max_completion_length": 64,
+    "eval.noise": "common",
     "rollout.top_k": 50,
     "rollout.vllm_is_correction": None,  # needs rollout.backend=vllm (GPU)
     "optim.logprob_temperature": "none",

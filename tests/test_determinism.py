@@ -124,6 +124,43 @@ def test_other_sets_on_a_coarser_grid_change_nothing_else(tiny_cfg, tmp_path):
         tiny_cfg(tmp_path / "bad", "eval.others_every=0")
 
 
+def test_tiny_scale_evaluates_with_common_noise_and_the_paper_scale_with_fresh():
+    """The tiny scale's curves differ where the policies do (eval.noise: common for every setting and the
+    ablations); the paper scale keeps the paper's independent evaluations (the trainer default, fresh)."""
+    import yaml
+
+    from pods.config_schema import EvalConfig
+
+    scales = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scales"]
+    for letter in "abcdef":
+        assert tiny_scale_overrides(letter).get("eval.noise") == "common", letter
+    assert "eval.noise" not in scales["tiny"].get("ablation_overrides", {})
+    assert EvalConfig().noise == "fresh"
+    assert "eval.noise" not in str(scales["paper"])
+
+
+def test_common_eval_noise_repeats_the_draws_wherever_the_policy_is_the_same(tiny_cfg, tmp_path):
+    """eval.noise=common: one sampling seed per test set for every evaluation of every run, so an unchanged
+    policy (lr 1e-30: updates below float32's resolution) scores the same at every step and under every run
+    seed; eval.noise=fresh (the default, the paper's independent evaluations) draws anew at each point."""
+    run = ("budget.max_steps=2", "eval.every_steps=1", "eval.max_examples=16", "checkpoint.every_steps=10",
+           "optim.lr=1e-30")  # fmt: skip
+    keys = ("accuracy", "format_accuracy", "both_accuracy", "completion_len_mean")
+
+    def evals(out: Path) -> list[tuple]:
+        return [tuple(r[k] for k in keys) for r in read_jsonl(out / "eval.jsonl")]
+
+    common = evals(train(tiny_cfg(tmp_path / "common", *run, "eval.noise=common")))
+    other_seed = evals(train(tiny_cfg(tmp_path / "common1", *run, "eval.noise=common", "seed=1")))
+    fresh = evals(train(tiny_cfg(tmp_path / "fresh", *run)))
+    assert len(common) == len(fresh) == 3
+    assert len(set(common)) == 1, common  # steps 0, 1, 2: the same draws of the same policy
+    assert other_seed == common
+    assert len(set(fresh)) > 1, fresh  # sharp enough to see fresh draws of that same policy
+    with pytest.raises(Exception, match="eval.noise"):
+        tiny_cfg(tmp_path / "bad", "eval.noise=shared")
+
+
 def test_compare_runs_ignores_seconds_and_names_the_first_difference(tmp_path, capsys):
     """scripts/compare_runs.py (criterion 1's check between two roots of runs, e.g. two machines): values
     measured in seconds or bytes may differ, anything else makes the run DIFFERENT, with the first key."""

@@ -615,6 +615,7 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
     cold-start model, 5 seeds and 200-problem evaluations it was measured with (its record)."""
     budgets, models = {}, {}
     out, jobs = overlay_train_jobs(workdir, "config/tiny_long.yaml", "results/long")
+    assert {args["eval.noise"] for _, args, _ in jobs} == {"fresh"}  # as recorded (the default: common)
     for letter, args, _ in jobs:
         budgets.setdefault(letter, set()).add((args["budget.max_steps"], args["eval.every_steps"]))
         models.setdefault(letter, set()).add((args.get("policy.model"), args.get("eval.max_examples")))
@@ -628,11 +629,12 @@ def test_tiny_long_overlay_lengthens_only_a_and_e_in_its_own_root(workdir):
     assert sum(1 for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] == "600") == 10
 
 
-def test_tiny_seeds16_overlay_adds_seeds_8_to_15_to_a_and_e_in_the_default_root(workdir):
-    """config/tiny_seeds16.yaml (issue 10's record of 16 seeds per arm): the default root and budgets, (a)'s
-    and (e)'s main arms on seeds 0-15 (so after the main job only 8-15 train), everything else as the
-    default tiny scale (the sweeps and ablations keep their 3 seeds)."""
-    _, jobs = overlay_train_jobs(workdir, "config/tiny_seeds16.yaml", "results")
+def test_tiny_seeds16_overlay_puts_a_and_e_on_16_seeds_with_fresh_noise_in_its_own_root(workdir):
+    """config/tiny_seeds16.yaml (issue 10's record of 16 seeds per arm): the default budgets, (a)'s and (e)'s
+    main arms on seeds 0-15, evaluated as recorded (eval.noise fresh: the default's common noise would make
+    other runs), so in its own root; the sweeps and ablations keep their 3 seeds."""
+    _, jobs = overlay_train_jobs(workdir, "config/tiny_seeds16.yaml", "results/seeds16")
+    assert {args["eval.noise"] for _, args, _ in jobs} == {"fresh"}
     main = {}
     for letter, args, _ in jobs:
         if (letter, args["budget.max_steps"]) in {("a", "600"), ("e", "150")}:
@@ -643,11 +645,13 @@ def test_tiny_seeds16_overlay_adds_seeds_8_to_15_to_a_and_e_in_the_default_root(
     assert sweeps == {"0", "1", "2"}
 
 
-def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_the_default_root(workdir):
+def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_its_own_root(workdir):
     """config/tiny_seeds32e.yaml (issue 10's record of (e) on 32 seeds per arm, the count `pods analysis seeds`
     projected for a width under 1.0): (e)'s main arms on seeds 0-31, (a)'s on 0-15 as tiny_seeds16.yaml, the
-    default root and budgets, the sweeps on their 3 seeds, and the seeds table among the job's targets."""
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_seeds32e.yaml", "results")
+    default budgets, the sweeps on their 3 seeds, evaluated as recorded (eval.noise fresh) in its own root,
+    and the seeds table among the job's targets."""
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_seeds32e.yaml", "results/seeds32e")
+    assert {args["eval.noise"] for _, args, _ in jobs} == {"fresh"}
     main = {}
     for letter, args, _ in jobs:
         if (letter, args["budget.max_steps"]) in {("a", "600"), ("e", "150")}:
@@ -656,7 +660,7 @@ def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_the_defau
     assert main[("a", "16", "16")] == main[("a", "64", "16")] == set(range(16))
     sweeps = {args["seed"] for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] != "600"}
     assert sweeps == {"0", "1", "2"}
-    assert "--out-dir results/tables" in shell_command(out, "pods.analysis seeds")
+    assert "--out-dir results/seeds32e/tables" in shell_command(out, "pods.analysis seeds")
 
 
 def test_tiny_ablations200_overlay_runs_a_s_sweeps_and_main_arms_to_200_steps_on_3_seeds(workdir):
@@ -666,6 +670,7 @@ def test_tiny_ablations200_overlay_runs_a_s_sweeps_and_main_arms_to_200_steps_on
     the ablations table made from them."""
     root = "results/ablations200"
     out, jobs = overlay_train_jobs(workdir, "config/tiny_ablations200.yaml", root)
+    assert {args["eval.noise"] for _, args, _ in jobs} == {"fresh"}  # as recorded (the default: common)
     assert len(jobs) == 36
     assert {letter for letter, _, _ in jobs} == {"a"}
     assert {args["seed"] for _, args, _ in jobs} == {"0", "1", "2"}
@@ -689,6 +694,7 @@ def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay
     made from them alone."""
     root = f"results/warm_a{steps}"
     out, jobs = overlay_train_jobs(workdir, overlay, root)
+    assert {args["eval.noise"] for _, args, _ in jobs} == {"fresh"}  # as recorded (the default: common)
     assert len(jobs) == 16
     assert {letter for letter, _, _ in jobs} == {"a"}
     assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
@@ -715,6 +721,7 @@ def test_tiny_a_add_overlays_run_the_main_comparison_of_a_on_additions(workdir, 
     arith_add alone at lr 5e-5 for 1600 (3200) steps with 1,000-problem evaluations every 25 steps, and
     its tables from them alone."""
     out, jobs = overlay_train_jobs(workdir, overlay, root)
+    assert {args["eval.noise"] for _, args, _ in jobs} == {"fresh"}  # as recorded (the default: common)
     assert len(jobs) == 16
     assert {letter for letter, _, _ in jobs} == {"a"}
     assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
@@ -730,7 +737,7 @@ def test_tiny_a_add_overlays_run_the_main_comparison_of_a_on_additions(workdir, 
 
 def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm_tt (built
-    by a job of the DAG), (a) 600 steps on 8 seeds per main arm and (e) 150 steps, both on 400-problem
+    by a job of the DAG), (a) 600 steps on 16 seeds per main arm and (e) 150 steps, both on 400-problem
     evaluations; (b)-(d), (f) keep their experiment YAML's model, (b)-(d) the scale's evaluation size,
     and (f) runs 100 steps on 3 seeds per arm with 400-problem evaluations."""
     seen, seeds = {}, {}
@@ -742,7 +749,7 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
         seeds.setdefault((letter, args["budget.max_steps"]), set()).add(args["seed"])
     assert seen["a"] == {("tiny:llama-arith_warm_tt", "600", "400"), ("tiny:llama-arith_warm_tt", "200", "400")}
     assert seen["e"] == {("tiny:llama-arith_warm_tt", "150", "400")}
-    assert seeds[("a", "600")] == {str(s) for s in range(8)}
+    assert seeds[("a", "600")] == {str(s) for s in range(16)}
     assert seeds[("a", "200")] == {"0", "1", "2"}
     for letter in "bcdf":
         assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
