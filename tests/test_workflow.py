@@ -645,12 +645,12 @@ def test_tiny_seeds16_overlay_puts_a_and_e_on_16_seeds_with_fresh_noise_in_its_o
     assert sweeps == {"0", "1", "2"}
 
 
-def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_its_own_root(workdir):
+def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_tiny_seeds16_s_root(workdir):
     """config/tiny_seeds32e.yaml (issue 10's record of (e) on 32 seeds per arm, the count `pods analysis seeds`
     projected for a width under 1.0): (e)'s main arms on seeds 0-31, (a)'s on 0-15 as tiny_seeds16.yaml, the
-    default budgets, the sweeps on their 3 seeds, evaluated as recorded (eval.noise fresh) in its own root,
-    and the seeds table among the job's targets."""
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_seeds32e.yaml", "results/seeds32e")
+    default budgets, the sweeps on their 3 seeds, evaluated as recorded (eval.noise fresh) in tiny_seeds16.yaml's
+    root (so after it only (e)'s seeds 16-31 train), and the seeds table among the job's targets."""
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_seeds32e.yaml", "results/seeds16")
     assert {args["eval.noise"] for _, args, _ in jobs} == {"fresh"}
     main = {}
     for letter, args, _ in jobs:
@@ -660,7 +660,7 @@ def test_tiny_seeds32e_overlay_puts_e_on_32_seeds_and_keeps_a_on_16_in_its_own_r
     assert main[("a", "16", "16")] == main[("a", "64", "16")] == set(range(16))
     sweeps = {args["seed"] for letter, args, _ in jobs if letter == "a" and args["budget.max_steps"] != "600"}
     assert sweeps == {"0", "1", "2"}
-    assert "--out-dir results/seeds32e/tables" in shell_command(out, "pods.analysis seeds")
+    assert "--out-dir results/seeds16/tables" in shell_command(out, "pods.analysis seeds")
 
 
 def test_tiny_ablations200_overlay_runs_a_s_sweeps_and_main_arms_to_200_steps_on_3_seeds(workdir):
