@@ -708,6 +708,25 @@ def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
+def test_tiny_a1200_overlay_runs_today_s_a_main_comparison_to_1200_steps(workdir):
+    """config/tiny_a1200.yaml (issue 10's record of today's default (a) at twice its budget): its own root and
+    the two-row sheet, (a)'s two main arms on the default's 16 seeds, its model, grid, evaluation size and
+    common noise, only the step budget changed to 1200, and its tables made from those runs alone."""
+    root = "results/a1200"
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_a1200.yaml", root)
+    assert len(jobs) == 32
+    assert {letter for letter, _, _ in jobs} == {"a"}
+    assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
+    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(16)}
+    keys = ("policy.model", "budget.max_steps", "eval.every_steps", "eval.max_examples", "eval.others_every")
+    keys += ("eval.noise",)
+    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
+        ("tiny:llama-arith_warm_tt", "1200", "25", "400", "4", "common")
+    }
+    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
+    assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
+
+
 @pytest.mark.parametrize(
     ("overlay", "root", "steps"),
     [
