@@ -284,7 +284,8 @@ def _collect(
         for d in run_dirs:
             if not (d / "config.json").is_file() or not (d / "eval.jsonl").is_file():
                 raise AnalysisInputError(f"{d} is not a run directory (no config.json or eval.jsonl): {how}")
-        root = Path(os.path.commonpath(run_dirs)) if run_dirs else Path(".")
+        # absolute, so that relative and absolute run directories can be given together (only messages use it)
+        root = Path(os.path.commonpath([d.absolute() for d in run_dirs])) if run_dirs else Path(".")
     else:
         root = Path(root)
         if not root.is_dir():

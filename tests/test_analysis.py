@@ -426,6 +426,18 @@ def test_collect_run_dirs_reads_exactly_the_listed_runs(tmp_path, capsys):
     assert "is not a run directory" in capsys.readouterr().err
 
 
+def test_collect_run_dirs_may_mix_relative_and_absolute_paths(tmp_path, monkeypatch):
+    """Runs of one comparison can live in two trees (session 31: one in the repository, one elsewhere): a
+    relative and an absolute run directory in one --run-dirs list are both read, not a ValueError."""
+    root = fake_tree(tmp_path / "runs")
+    runs = sorted(p.parent for p in root.rglob("summary.json"))
+    monkeypatch.chdir(tmp_path)
+    listed = [str(runs[0].relative_to(tmp_path))] + [str(p) for p in runs[1:]]
+    out = tmp_path / "tables"
+    assert A.main(["collect", "--run-dirs", *listed, "--out-dir", str(out)]) == 0
+    assert len(pd.read_csv(out / "steps.csv")) == len(runs)
+
+
 def test_collect_warns_when_one_settings_runs_start_from_different_weights(tmp_path, capsys):
     """config.json meta.policy.weights_sha256 (a tiny build differs between CPU kinds, issue 10): collect
     warns, naming both builds, when the runs of one setting started from different weights; the tables

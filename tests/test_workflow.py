@@ -708,16 +708,18 @@ def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
-def test_tiny_a1200_overlay_runs_today_s_a_main_comparison_to_1200_steps(workdir):
-    """config/tiny_a1200.yaml (issue 10's record of today's default (a) at twice its budget): its own root and
-    the two-row sheet, (a)'s two main arms on the default's 16 seeds, its model, grid, evaluation size and
-    common noise, only the step budget changed to 1200, and its tables made from those runs alone."""
+@pytest.mark.parametrize(("overlay", "seeds"), [("config/tiny_a1200.yaml", 16), ("config/tiny_a1200_32.yaml", 32)])
+def test_tiny_a1200_overlays_run_today_s_a_main_comparison_to_1200_steps(workdir, overlay, seeds):
+    """config/tiny_a1200.yaml and tiny_a1200_32.yaml (issue 10's records of today's default (a) at twice its
+    budget, on the default's 16 seeds per arm and on 32): one root for both (so the second trains only the
+    seeds the first has not), the two-row sheet, (a)'s two main arms, the default's model, grid, evaluation
+    size and common noise, only the step budget changed to 1200, and the tables made from those runs alone."""
     root = "results/a1200"
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_a1200.yaml", root)
-    assert len(jobs) == 32
+    out, jobs = overlay_train_jobs(workdir, overlay, root)
+    assert len(jobs) == 2 * seeds
     assert {letter for letter, _, _ in jobs} == {"a"}
     assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
-    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(16)}
+    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(seeds)}
     keys = ("policy.model", "budget.max_steps", "eval.every_steps", "eval.max_examples", "eval.others_every")
     keys += ("eval.noise",)
     assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
