@@ -29,6 +29,9 @@ Run:
     python -m pods.analysis seeds --curves results/tables/curves.csv --setting a e --out-dir results/tables
     python -m pods.analysis ablations --curves results/tables/curves.csv --released results/released/curves.csv \
         --out-dir results/tables
+    python -m pods.analysis time-to-peak --curves results/a1200/tables/curves.csv --until-step 600 --out-dir D
+(--until-step N, on time-to-peak, plateau, levels, seeds and ablations: the same runs read as if their step
+budget had ended at N.)
 Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
 """
 
@@ -403,6 +406,37 @@ def _n_boot_arg(text: str) -> int:
     return x
 
 
+def _until_step_arg(text: str) -> int:
+    """A whole number of optimizer steps >= 1 (argparse type of --until-step)."""
+    try:
+        x = int(text)
+    except ValueError:
+        x = 0
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of optimizer steps >= 1, e.g. 600")
+    return x
+
+
+def _until(curves: pd.DataFrame, until_step: int | None, source: str) -> pd.DataFrame:
+    """The curves up to and including optimizer step `until_step` (all of them when None): what the same runs
+    would have shown on that step budget, as step-budget runs train the same up to any step (constant
+    learning rate; with a schedule that depends on the budget they would not). Curves without steps (the
+    authors' logs, per hour) or without an evaluation after t = 0 within the cut are an input error."""
+    if until_step is None:
+        return curves
+    if curves["step"].isna().all():
+        raise AnalysisInputError(
+            f"{source} has no optimizer steps (the authors' logs are read per hour): --until-step cuts our runs' curves"
+        )
+    cut = curves[curves["step"] <= until_step]
+    if not (cut["step"] > 0).any():
+        raise AnalysisInputError(
+            f"{source} has no evaluation after step 0 up to step {until_step}: pass a larger --until-step "
+            f"(its last evaluation is at step {int(curves['step'].max())})"
+        )
+    return cut
+
+
 def _floats(text: str) -> list[float]:
     """A comma-separated list of numbers (argparse type of --levels and --fractions)."""
     try:
@@ -532,6 +566,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                 help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
                 f"(default {DEFAULT_THRESHOLD})",
             )
+        if q.prog.endswith(("time-to-peak", "plateau", "levels", "seeds", "ablations")):
+            q.add_argument(
+                "--until-step",
+                type=_until_step_arg,
+                help="read our runs' curves only up to this optimizer step: what the same runs show on that "
+                "budget (step budgets, constant learning rate; ablations: --curves only)",
+            )
         if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds", "ablations")):
             q.add_argument(
                 "--n-boot", type=_n_boot_arg, default=2000, help="bootstrap resamples over seeds (default 2000)"
@@ -558,7 +599,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             table = None
         elif args.cmd == "levels":
             levels = level_table(
-                read_curves(args.curves), args.levels, args.fractions, args.metric, args.setting,
+                _until(read_curves(args.curves), args.until_step, args.curves), args.levels, args.fractions, args.metric, args.setting,
                 args.n_boot, args.boot_seed,
             )  # fmt: skip
             written = write_level_table(levels, out / "levels")
@@ -568,7 +609,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             if not (args.curves or args.released):
                 raise AnalysisInputError("pass --curves (our runs), --released (the authors' logs) or both")
             ablations = ablation_table(
-                read_curves(args.curves) if args.curves else None,
+                _until(read_curves(args.curves), args.until_step, args.curves) if args.curves else None,
                 read_curves(args.released) if args.released else None,
                 args.setting, args.window, args.metric, args.n_boot, args.boot_seed,
             )  # fmt: skip
@@ -577,7 +618,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             table = None
         elif args.cmd == "seeds":
             projection = seed_projection(
-                read_curves(args.curves), args.setting, args.seeds, args.threshold, args.sims, args.boot_seed,
+                _until(read_curves(args.curves), args.until_step, args.curves), args.setting, args.seeds, args.threshold, args.sims, args.boot_seed,
                 args.metric, args.n_boot,
             )  # fmt: skip
             if projection.empty and args.setting:
@@ -592,6 +633,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
                 curves = read_curves(args.curves)
             else:
                 curves = _collect(None, _parse_letters(args.letters), args.sheet, args.run_dirs)[0]
+            curves = _until(curves, args.until_step, args.curves or "the run directories")
             plateau = plateau_table(curves, args.metric, args.n_boot, args.boot_seed)
             if plateau.empty:
                 raise AnalysisInputError("no arm has an evaluation after t = 0: nothing to take a peak of")
@@ -599,7 +641,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             print((out / "plateau.md").read_text().split("\n\n")[0])
             table = None
         else:
-            curves = read_curves(args.curves)
+            curves = _until(read_curves(args.curves), args.until_step, args.curves)
             steps = read_steps(args.steps)
             if args.steps and steps is None:
                 raise AnalysisInputError(f"steps table {args.steps} is missing or empty: `collect` writes it")

@@ -438,6 +438,38 @@ def test_collect_run_dirs_may_mix_relative_and_absolute_paths(tmp_path, monkeypa
     assert len(pd.read_csv(out / "steps.csv")) == len(runs)
 
 
+def test_until_step_reads_the_same_runs_as_if_their_budget_had_ended_there(tmp_path, capsys):
+    """--until-step N (session 31: the default's 600 steps read off 1200-step runs): time-to-peak, plateau and
+    levels on the curves cut at step N give the tables the curves cut by hand give, and differ from the whole
+    curves'; a cut with no evaluation after step 0, or a step count below 1, is an input error."""
+    root = fake_tree(tmp_path / "runs")
+    full = tmp_path / "full"
+    sheet = str(fake_sheet(tmp_path / "runs.tsv"))
+    assert A.main(["collect", "--runs", str(root), "--out-dir", str(full), "--sheet", sheet]) == 0
+    curves = pd.read_csv(full / "curves.csv")
+    steps = sorted(curves.loc[curves["step"] > 0, "step"].unique())
+    cut_at = int(steps[len(steps) // 2])
+    by_hand = tmp_path / "by_hand"
+    by_hand.mkdir()
+    curves[curves["step"] <= cut_at].to_csv(by_hand / "curves.csv", index=False)
+    for cmd, table in (("time-to-peak", "time_to_peak"), ("plateau", "plateau"), ("levels", "levels")):
+        ref, cut = tmp_path / f"{cmd}_ref", tmp_path / f"{cmd}_cut"
+        assert A.main([cmd, "--curves", str(by_hand / "curves.csv"), "--out-dir", str(ref)]) == 0
+        argv = [cmd, "--curves", str(full / "curves.csv"), "--until-step", str(cut_at), "--out-dir", str(cut)]
+        assert A.main(argv) == 0
+        assert (cut / f"{table}.csv").read_text() == (ref / f"{table}.csv").read_text(), cmd
+        whole = tmp_path / f"{cmd}_whole"
+        assert A.main([cmd, "--curves", str(full / "curves.csv"), "--out-dir", str(whole)]) == 0
+        assert (whole / f"{table}.csv").read_text() != (cut / f"{table}.csv").read_text(), cmd
+    capsys.readouterr()
+    early = int(steps[0]) - 1
+    argv = ["plateau", "--curves", str(full / "curves.csv"), "--until-step", str(early), "--out-dir", str(tmp_path)]
+    assert A.main(argv) == 2
+    assert "no evaluation after step 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        A.main(["plateau", "--curves", str(full / "curves.csv"), "--until-step", "0", "--out-dir", str(tmp_path)])
+
+
 def test_collect_warns_when_one_settings_runs_start_from_different_weights(tmp_path, capsys):
     """config.json meta.policy.weights_sha256 (a tiny build differs between CPU kinds, issue 10): collect
     warns, naming both builds, when the runs of one setting started from different weights; the tables
