@@ -395,26 +395,25 @@ def _threshold_arg(text: str) -> float:
     return x
 
 
-def _n_boot_arg(text: str) -> int:
-    """A whole number >= 1 (argparse type of --n-boot)."""
+def _whole_at_least_one(text: str, what: str, example: int) -> int:
+    """`text` as a whole number >= 1, else argparse's error naming `what` it should be and an example."""
     try:
         x = int(text)
     except ValueError:
         x = 0
     if x < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1, e.g. 2000")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what} >= 1, e.g. {example}")
     return x
+
+
+def _n_boot_arg(text: str) -> int:
+    """A whole number >= 1 (argparse type of --n-boot)."""
+    return _whole_at_least_one(text, "a whole number", 2000)
 
 
 def _until_step_arg(text: str) -> int:
     """A whole number of optimizer steps >= 1 (argparse type of --until-step)."""
-    try:
-        x = int(text)
-    except ValueError:
-        x = 0
-    if x < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of optimizer steps >= 1, e.g. 600")
-    return x
+    return _whole_at_least_one(text, "a whole number of optimizer steps", 600)
 
 
 def _until(curves: pd.DataFrame, until_step: int | None, source: str) -> pd.DataFrame:
