@@ -419,13 +419,13 @@ def _until_step_arg(text: str) -> int:
 def _until(curves: pd.DataFrame, until_step: int | None, source: str) -> pd.DataFrame:
     """The curves up to and including optimizer step `until_step` (all of them when None): what the same runs
     would have shown on that step budget, as step-budget runs train the same up to any step (constant
-    learning rate; with a schedule that depends on the budget they would not). Curves without steps (the
-    authors' logs, per hour) or without an evaluation after t = 0 within the cut are an input error."""
+    learning rate; with a schedule that depends on the budget they would not). Curves without a step
+    column's values, or without an evaluation after t = 0 within the cut, are an input error."""
     if until_step is None:
         return curves
     if curves["step"].isna().all():
         raise AnalysisInputError(
-            f"{source} has no optimizer steps (the authors' logs are read per hour): --until-step cuts our runs' curves"
+            f"{source} has no optimizer steps: --until-step cuts curves by step (`collect` writes them)"
         )
     cut = curves[curves["step"] <= until_step]
     if not (cut["step"] > 0).any():
@@ -434,6 +434,11 @@ def _until(curves: pd.DataFrame, until_step: int | None, source: str) -> pd.Data
             f"(its last evaluation is at step {int(curves['step'].max())})"
         )
     return cut
+
+
+def _read_until(args: argparse.Namespace) -> pd.DataFrame:
+    """`--curves`, read and cut at `--until-step` (the subcommands that take both)."""
+    return _until(read_curves(args.curves), args.until_step, args.curves)
 
 
 def _floats(text: str) -> list[float]:
@@ -598,7 +603,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             table = None
         elif args.cmd == "levels":
             levels = level_table(
-                _until(read_curves(args.curves), args.until_step, args.curves), args.levels, args.fractions, args.metric, args.setting,
+                _read_until(args), args.levels, args.fractions, args.metric, args.setting,
                 args.n_boot, args.boot_seed,
             )  # fmt: skip
             written = write_level_table(levels, out / "levels")
@@ -608,7 +613,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             if not (args.curves or args.released):
                 raise AnalysisInputError("pass --curves (our runs), --released (the authors' logs) or both")
             ablations = ablation_table(
-                _until(read_curves(args.curves), args.until_step, args.curves) if args.curves else None,
+                _read_until(args) if args.curves else None,
                 read_curves(args.released) if args.released else None,
                 args.setting, args.window, args.metric, args.n_boot, args.boot_seed,
             )  # fmt: skip
@@ -617,7 +622,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             table = None
         elif args.cmd == "seeds":
             projection = seed_projection(
-                _until(read_curves(args.curves), args.until_step, args.curves), args.setting, args.seeds, args.threshold, args.sims, args.boot_seed,
+                _read_until(args), args.setting, args.seeds, args.threshold, args.sims, args.boot_seed,
                 args.metric, args.n_boot,
             )  # fmt: skip
             if projection.empty and args.setting:
@@ -640,7 +645,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             print((out / "plateau.md").read_text().split("\n\n")[0])
             table = None
         else:
-            curves = _until(read_curves(args.curves), args.until_step, args.curves)
+            curves = _read_until(args)
             steps = read_steps(args.steps)
             if args.steps and steps is None:
                 raise AnalysisInputError(f"steps table {args.steps} is missing or empty: `collect` writes it")
