@@ -729,6 +729,26 @@ def test_tiny_a1200_overlays_run_today_s_a_main_comparison_to_1200_steps(workdir
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
+def test_tiny_a_warm86_overlay_runs_today_s_a_main_comparison_on_the_near_ceiling_model(workdir):
+    """config/tiny_a_warm86.yaml (issue 10's record of (a) on a warm start near its ceiling, session 32): its
+    own root and the two-row sheet, (a)'s two main arms on the default's 16 seeds, everything the default's
+    but the model (tiny:llama-arith_warm86_tt, which the DAG builds), and the tables from those runs alone."""
+    root = "results/a_warm86"
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_a_warm86.yaml", root)
+    assert len(jobs) == 32
+    assert {letter for letter, _, _ in jobs} == {"a"}
+    assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
+    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(16)}
+    keys = ("policy.model", "budget.max_steps", "eval.every_steps", "eval.max_examples", "eval.others_every")
+    keys += ("eval.noise",)
+    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
+        ("tiny:llama-arith_warm86_tt", "600", "25", "400", "4", "common")
+    }
+    assert "rule build_tiny_model" in out
+    assert "llama-arith_warm86_tt/pods_tiny.json" in out
+    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
+
+
 @pytest.mark.parametrize(
     ("overlay", "root", "steps"),
     [
