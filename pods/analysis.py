@@ -14,8 +14,8 @@ It re-exports the public names of the other three, so `from pods import analysis
 Run directories: each holds config.json (the trainer's resolved config: arm, setting, grid),
 eval.jsonl (one row per evaluation and dataset) and metrics.jsonl (one row per optimizer step);
 the curves are aligned on the evaluation grid (eval.every_s, or eval.every_steps in tests).
-Training completion lengths from metrics.jsonl go to curves.csv as dataset "train" (mean over the
-steps in each grid interval), beside the evaluation lengths.
+Training completion lengths and the shares of steps without a gradient (pods.gradsignal) from metrics.jsonl go
+to curves.csv as dataset "train" (mean over the steps in each grid interval), beside the evaluation lengths.
 
 Run:
     python -m pods.analysis released --logs ../shared/reference/pods-released-results --out-dir results/released
@@ -29,8 +29,9 @@ Run:
     python -m pods.analysis seeds --curves results/tables/curves.csv --setting a e --out-dir results/tables
     python -m pods.analysis ablations --curves results/tables/curves.csv --released results/released/curves.csv \
         --out-dir results/tables
+    python -m pods.analysis signal --curves results/tables/curves.csv --out-dir results/tables
     python -m pods.analysis time-to-peak --curves results/a1200/tables/curves.csv --until-step 600 --out-dir D
-(--until-step N, on time-to-peak, plateau, levels, seeds and ablations: the same runs read as if their step
+(--until-step N, on time-to-peak, plateau, levels, seeds, ablations and signal: the same runs read as if their step
 budget had ended at N.)
 Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
 """
@@ -49,6 +50,7 @@ import pandas as pd
 
 from pods import registry
 from pods.ablations import ablation_table, write_ablation_table
+from pods.gradsignal import SIGNAL_METRICS, signal_table, write_signal_table
 from pods.levels import DEFAULT_FRACTIONS, level_table, write_level_table
 from pods.power import DEFAULT_SEEDS, seed_projection, write_seed_projection
 from pods.released import load_released, load_released_steps, read_released
@@ -257,14 +259,18 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
         step_row["peak_mem_mb"] = float(mdf["peak_mem_mb"].max())
     if "completion_len_mean" in mdf:
         step_row["completion_len_mean"] = float(mdf["completion_len_mean"].mean())
-        # Training-rollout lengths over time: the mean over the steps of each grid interval
-        # ((k-1) grid, k grid], written as dataset "train".
-        mdf["grid"] = [grid_of(t, st, ceil=True)[0] for t, st in zip(mdf["time_s"], mdf["step"], strict=True)]
-        for k, grp in mdf.dropna(subset=["completion_len_mean"]).groupby("grid"):
+    # Training-time series over time: the mean over the steps of each grid interval ((k-1) grid, k grid],
+    # written as dataset "train": the rollouts' lengths (Figs. 8-10) and the shares of steps whose rollouts
+    # all got one reward (pods.gradsignal).
+    mdf["grid"] = [grid_of(t, st, ceil=True)[0] for t, st in zip(mdf["time_s"], mdf["step"], strict=True)]
+    for metric in ("completion_len_mean", *SIGNAL_METRICS):
+        if metric not in mdf:
+            continue
+        for k, grp in mdf.dropna(subset=[metric]).groupby("grid"):
             t_last, step_last = float(grp["time_s"].iloc[-1]), int(grp["step"].iloc[-1])
             t_grid = grid_of(t_last, step_last, ceil=True)[1]
-            value = grp["completion_len_mean"].mean()
-            rows.append(_row(ident, k, t_grid, t_last, step_last, "train", "completion_len_mean", value, run_dir))
+            value = float(grp[metric].mean())
+            rows.append(_row(ident, k, t_grid, t_last, step_last, "train", metric, value, run_dir))
     _check_finished(run_dir)  # after the analysis's own reading, whose messages are more specific
     return rows, step_row
 
@@ -478,7 +484,7 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     """The command line of :func:`main`: subcommands released, collect, time-to-peak, plateau, levels, seeds,
-    ablations."""
+    ablations, signal."""
     ap = argparse.ArgumentParser(allow_abbrev=False, prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("released", allow_abbrev=False, help="re-analyse the authors' released logs (Table 3 a,b,c,e,f)")
@@ -561,6 +567,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="average each seed over this last share of the span every arm reaches (default 0.5)",
     )  # fmt: skip
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
+    p = sub.add_parser(
+        "signal",
+        allow_abbrev=False,
+        help="the share of steps whose trained rollouts all got one reward (no gradient), per arm (pods/gradsignal.py)",
+    )
+    p.add_argument(
+        "--curves", required=True, help="a curves.csv written by collect (our runs; the released logs have none)"
+    )
+    p.add_argument("--out-dir", required=True, help="where signal.csv and signal.md are written")
     for q in sub.choices.values():
         if q.prog.endswith(("released", "time-to-peak", "seeds")):
             q.add_argument(
@@ -570,14 +585,14 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                 help=f"time to peak = first time a curve reaches this fraction of the baseline's peak "
                 f"(default {DEFAULT_THRESHOLD})",
             )
-        if q.prog.endswith(("time-to-peak", "plateau", "levels", "seeds", "ablations")):
+        if q.prog.endswith(("time-to-peak", "plateau", "levels", "seeds", "ablations", "signal")):
             q.add_argument(
                 "--until-step",
                 type=_until_step_arg,
                 help="read our runs' curves only up to this optimizer step: what the same runs show on that "
                 "budget (step budgets, constant learning rate; ablations: --curves only)",
             )
-        if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds", "ablations")):
+        if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds", "ablations", "signal")):
             q.add_argument(
                 "--n-boot", type=_n_boot_arg, default=2000, help="bootstrap resamples over seeds (default 2000)"
             )
@@ -608,6 +623,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             )  # fmt: skip
             written = write_level_table(levels, out / "levels")
             print((out / "levels.md").read_text().split("\n\n")[0])
+            table = None
+        elif args.cmd == "signal":
+            written = write_signal_table(signal_table(_read_until(args), args.n_boot, args.boot_seed), out / "signal")
+            print((out / "signal.md").read_text().split("\n\n")[0])
             table = None
         elif args.cmd == "ablations":
             if not (args.curves or args.released):

@@ -133,3 +133,22 @@ rule ablations:
     shell:
         "python -m pods.analysis ablations --curves {input.curves} {params.released}"
         " --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule signal:
+    # How many optimizer steps carry a gradient: per arm, the share of steps whose trained rollouts all got
+    # one reward (zero advantages), over the run and by quarter, and the same over all n generated
+    # rollouts (pods/gradsignal.py). From our runs' metrics.jsonl; the released logs have no such column.
+    input:
+        curves=f"{ROOT}/tables/curves.csv",
+    output:
+        csv=f"{ROOT}/tables/signal.csv",
+        md=f"{ROOT}/tables/signal.md",
+    log:
+        f"{ROOT}/logs/signal.log",
+    conda:
+        "../envs/pods.yaml"
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv),
+    shell:
+        "python -m pods.analysis signal --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"

@@ -342,11 +342,11 @@ def figure_files(folder, names):
 
 
 def get_final_outputs(wildcards=None):
-    """Targets of `snakemake` (the `all` target): every figure, the time-to-peak, plateau, levels, seeds and ablations tables, the released re-analysis."""
+    """Targets of `snakemake` (the `all` target): every figure, the time-to-peak, plateau, levels, seeds, ablations and signal tables, the released re-analysis."""
     outputs = figure_files(f"{ROOT}/figures", FIGURES)
     outputs += [f"{ROOT}/tables/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
     outputs += [
-        f"{ROOT}/tables/{name}.{ext}" for name in ("plateau", "levels", "seeds", "ablations") for ext in ("csv", "md")
+        f"{ROOT}/tables/{name}.{ext}" for name in ("plateau", "levels", "seeds", "ablations", "signal") for ext in ("csv", "md")
     ]
     if not RELEASED_OFF:
         outputs += [f"results/released/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]

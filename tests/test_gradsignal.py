@@ -1,0 +1,112 @@
+"""pods.gradsignal and `pods analysis signal`: the share of steps whose trained rollouts all got one reward."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pods import analysis as A
+from pods.gradsignal import _per_run_shares
+
+
+def write_run(root: Path, n: int, m: int, seed: int, kept: list[float], generated: list[float], rule="max_variance"):
+    """A finished step-grid run of setting a_toy (evaluated every 2 steps) whose step s logged
+    kept_frac_zero_std = kept[s-1] and frac_zero_std = generated[s-1]."""
+    d = root / "a_toy" / f"sel~{rule}_n~{n}_m~{m}" / f"seed~{seed}"
+    d.mkdir(parents=True)
+    cfg = {
+        "setting": "a_toy",
+        "seed": seed,
+        "rollout": {"n": n, "m": m, "rule": rule, "normalize": "after"},
+        "optim": {"grad_accum": 1},
+        "eval": {"every_s": None, "every_steps": 2, "datasets": ["gsm8k"]},
+    }
+    (d / "config.json").write_text(json.dumps(cfg))
+    evals = [
+        {"step": s, "time_s": float(s), "dataset": "gsm8k", "accuracy": 0.5, "completion_len_mean": 10.0}
+        for s in range(0, len(kept) + 1, 2)
+    ]
+    (d / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    steps = [
+        {"step": s, "time_s": float(s), "completion_len_mean": 9.0, "kept_frac_zero_std": k, "frac_zero_std": g}
+        for s, (k, g) in enumerate(zip(kept, generated, strict=True), start=1)
+    ]
+    (d / "metrics.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    (d / "summary.json").write_text(json.dumps({"status": "finished", "steps": len(steps), "n_evals": len(evals)}))
+
+
+def sheet(path: Path) -> Path:
+    lines = ["setting\trule\tn\tm\textra\trole\tseeds\tfigures\tnote"]
+    lines += [
+        "a\tmax_variance\t4\t4\t\tbaseline\tmain\tfig_3_main\tfake",
+        "a\tmax_variance\t16\t4\t\tpods\tmain\tfig_3_main\tfake",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def curves(tmp_path) -> Path:
+    runs = tmp_path / "runs"
+    # GRPO (n = m): seed 0 has a gradient in its first 2 of 8 steps only, seed 1 in every other step
+    write_run(runs, 4, 4, 0, [0, 0, 1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1, 1, 1])
+    write_run(runs, 4, 4, 1, [0, 1, 0, 1, 0, 1, 0, 1], [0, 1, 0, 1, 0, 1, 0, 1])
+    # PODS: its 16 generated rollouts all tie in the second half, so its 4 kept ones do too there
+    for seed in (0, 1):
+        write_run(runs, 16, 4, seed, [0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1])
+    # A rule that keeps tied rollouts though the generated ones differ: max-reward keeps 4 correct answers
+    for seed in (0, 1):
+        write_run(runs, 16, 4, seed, [1] * 8, [0, 0, 0, 0, 0, 0, 1, 1], rule="max_reward")
+    out = tmp_path / "tables"
+    assert (
+        A.main(["collect", "--runs", str(runs), "--sheet", str(sheet(tmp_path / "s.tsv")), "--out-dir", str(out)]) == 0
+    )
+    return out / "curves.csv"
+
+
+def test_signal_table_shares_quarters_and_generated_ties(curves, tmp_path, capsys):
+    assert A.main(["signal", "--curves", str(curves), "--out-dir", str(tmp_path / "t")]) == 0
+    df = pd.read_csv(tmp_path / "t" / "signal.csv").set_index(["n", "rule"])
+    grpo, pods, maxr = df.loc[(4, "max_variance")], df.loc[(16, "max_variance")], df.loc[(16, "max_reward")]
+    assert (grpo["seeds"], grpo["steps"], grpo["role"]) == (2, 8, "baseline")
+    assert grpo["kept_zero_share"] == pytest.approx((6 / 8 + 4 / 8) / 2)
+    assert [grpo[f"kept_zero_q{q}"] for q in (1, 2, 3, 4)] == pytest.approx([0.25, 0.75, 0.75, 0.75])
+    assert 0.5 <= grpo["kept_zero_ci_low"] <= grpo["kept_zero_ci_high"] <= 0.75
+    assert grpo["generated_zero_share"] == pytest.approx(grpo["kept_zero_share"])  # n = m: nothing is dropped
+    assert pods["kept_zero_share"] == pytest.approx(0.5)
+    assert [pods[f"kept_zero_q{q}"] for q in (1, 2, 3, 4)] == pytest.approx([0, 0, 1, 1])
+    assert pods["kept_zero_ci_low"] == pods["kept_zero_ci_high"] == pytest.approx(0.5)  # identical seeds
+    assert (maxr["kept_zero_share"], maxr["generated_zero_share"]) == pytest.approx((1.0, 0.25))
+    md = (tmp_path / "t" / "signal.md").read_text()
+    assert "| a | pods_max_reward n=16 m=4 grad_accum=1 | max_reward / after | - | 2 | 8 | 100% [100%, 100%] |" in md
+    assert "| a | grpo n=4 m=4 grad_accum=1 | max_variance / after | baseline | 2 | 8 | 62% [" in md
+    assert "no-gradient steps" in capsys.readouterr().out
+
+
+def test_signal_until_step_reads_the_runs_as_if_they_had_stopped_there(curves, tmp_path):
+    assert A.main(["signal", "--curves", str(curves), "--out-dir", str(tmp_path / "t"), "--until-step", "4"]) == 0
+    df = pd.read_csv(tmp_path / "t" / "signal.csv").set_index(["n", "rule"])
+    assert df.loc[(4, "max_variance"), "steps"] == 4
+    assert df.loc[(4, "max_variance"), "kept_zero_share"] == pytest.approx(0.5)  # seed 0: 2 of 4, seed 1: 2 of 4
+    assert df.loc[(16, "max_variance"), "kept_zero_share"] == 0.0
+
+
+def test_an_interval_counts_as_many_steps_as_it_covers():
+    rows = pd.DataFrame({"step": [4, 1], "value": [0.0, 1.0]})  # step 1 alone, then steps 2-4
+    whole, quarters = _per_run_shares(rows, span=4.0)
+    assert whole == pytest.approx(0.25)
+    assert quarters[0] == 1.0
+    assert quarters[3] == 0.0
+
+
+def test_signal_without_per_step_rows_is_an_input_error(curves, tmp_path, capsys):
+    """Curves collected from runs that logged no reward spread (or the released logs'): exit 2, saying why."""
+    frame = pd.read_csv(curves)
+    frame[frame["dataset"] != "train"].to_csv(tmp_path / "no_train.csv", index=False)
+    assert A.main(["signal", "--curves", str(tmp_path / "no_train.csv"), "--out-dir", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert "kept_frac_zero_std" in err
+    assert "collect" in err
