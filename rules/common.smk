@@ -346,7 +346,9 @@ def get_final_outputs(wildcards=None):
     outputs = figure_files(f"{ROOT}/figures", FIGURES)
     outputs += [f"{ROOT}/tables/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
     outputs += [
-        f"{ROOT}/tables/{name}.{ext}" for name in ("plateau", "levels", "seeds", "ablations", "signal") for ext in ("csv", "md")
+        f"{ROOT}/tables/{name}.{ext}"
+        for name in ("plateau", "levels", "seeds", "ablations", "signal")
+        for ext in ("csv", "md")
     ]
     if not RELEASED_OFF:
         outputs += [f"results/released/time_to_peak.{ext}" for ext in ("csv", "md", "tex")]
