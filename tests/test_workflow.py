@@ -729,6 +729,23 @@ def test_tiny_a1200_overlays_run_today_s_a_main_comparison_to_1200_steps(workdir
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
+def test_tiny_a64_overlay_runs_today_s_a_main_comparison_on_64_seeds(workdir):
+    """config/tiny_a64.yaml (issue 10's record of (a)'s width on 64 seeds per arm, session 32): its own root and
+    the two-row sheet, seeds 0-63 of both main arms, and every setting of the default's (a) runs unchanged."""
+    root = "results/a64"
+    out, jobs = overlay_train_jobs(workdir, "config/tiny_a64.yaml", root)
+    assert len(jobs) == 128
+    assert {letter for letter, _, _ in jobs} == {"a"}
+    assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
+    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(64)}
+    keys = ("policy.model", "budget.max_steps", "eval.every_steps", "eval.max_examples", "eval.others_every")
+    keys += ("eval.noise",)
+    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
+        ("tiny:llama-arith_warm_tt", "600", "25", "400", "4", "common")
+    }
+    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
+
+
 def test_tiny_a_warm86_overlay_runs_today_s_a_main_comparison_on_the_near_ceiling_model(workdir):
     """config/tiny_a_warm86.yaml (issue 10's record of (a) on a warm start near its ceiling, session 32): its
     own root and the two-row sheet, (a)'s two main arms on the default's 16 seeds, everything the default's
