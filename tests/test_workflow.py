@@ -708,13 +708,24 @@ def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
 
 
-@pytest.mark.parametrize(("overlay", "seeds"), [("config/tiny_a1200.yaml", 16), ("config/tiny_a1200_32.yaml", 32)])
-def test_tiny_a1200_overlays_run_today_s_a_main_comparison_to_1200_steps(workdir, overlay, seeds):
-    """config/tiny_a1200.yaml and tiny_a1200_32.yaml (issue 10's records of today's default (a) at twice its
-    budget, on the default's 16 seeds per arm and on 32): one root for both (so the second trains only the
-    seeds the first has not), the two-row sheet, (a)'s two main arms, the default's model, grid, evaluation
-    size and common noise, only the step budget changed to 1200, and the tables made from those runs alone."""
-    root = "results/a1200"
+@pytest.mark.parametrize(
+    ("overlay", "root", "seeds", "model", "steps"),
+    [
+        ("config/tiny_a1200.yaml", "results/a1200", 16, "llama-arith_warm_tt", "1200"),
+        ("config/tiny_a1200_32.yaml", "results/a1200", 32, "llama-arith_warm_tt", "1200"),
+        ("config/tiny_a64.yaml", "results/a64", 64, "llama-arith_warm_tt", "600"),
+        ("config/tiny_a_warm86.yaml", "results/a_warm86", 16, "llama-arith_warm86_tt", "600"),
+    ],
+)
+def test_overlays_of_today_s_a_main_comparison_change_only_what_they_record(
+    workdir, overlay, root, seeds, model, steps
+):
+    """Issue 10's records of today's default (a) main comparison (the two-row sheet, (a)'s two main arms, the
+    default's grid, evaluation size and common noise), each changing one thing: tiny_a1200.yaml and
+    tiny_a1200_32.yaml the step budget (1200, on 16 and on 32 seeds, one root for both, so the second trains
+    only the seeds the first has not), tiny_a64.yaml the seeds (0-63, session 32), tiny_a_warm86.yaml the model
+    (tiny:llama-arith_warm86_tt, a warm start near the ceiling, session 32, which the DAG builds); and the
+    tables made from those runs alone."""
     out, jobs = overlay_train_jobs(workdir, overlay, root)
     assert len(jobs) == 2 * seeds
     assert {letter for letter, _, _ in jobs} == {"a"}
@@ -722,48 +733,11 @@ def test_tiny_a1200_overlays_run_today_s_a_main_comparison_to_1200_steps(workdir
     assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(seeds)}
     keys = ("policy.model", "budget.max_steps", "eval.every_steps", "eval.max_examples", "eval.others_every")
     keys += ("eval.noise",)
-    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
-        ("tiny:llama-arith_warm_tt", "1200", "25", "400", "4", "common")
-    }
+    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {(f"tiny:{model}", steps, "25", "400", "4", "common")}
+    assert "rule build_tiny_model" in out
+    assert f"{model}/pods_tiny.json" in out
     assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
     assert f"--out-dir {root}/tables" in shell_command(out, f"plateau --curves {root}/tables/curves.csv")
-
-
-def test_tiny_a64_overlay_runs_today_s_a_main_comparison_on_64_seeds(workdir):
-    """config/tiny_a64.yaml (issue 10's record of (a)'s width on 64 seeds per arm, session 32): its own root and
-    the two-row sheet, seeds 0-63 of both main arms, and every setting of the default's (a) runs unchanged."""
-    root = "results/a64"
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_a64.yaml", root)
-    assert len(jobs) == 128
-    assert {letter for letter, _, _ in jobs} == {"a"}
-    assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
-    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(64)}
-    keys = ("policy.model", "budget.max_steps", "eval.every_steps", "eval.max_examples", "eval.others_every")
-    keys += ("eval.noise",)
-    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
-        ("tiny:llama-arith_warm_tt", "600", "25", "400", "4", "common")
-    }
-    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
-
-
-def test_tiny_a_warm86_overlay_runs_today_s_a_main_comparison_on_the_near_ceiling_model(workdir):
-    """config/tiny_a_warm86.yaml (issue 10's record of (a) on a warm start near its ceiling, session 32): its
-    own root and the two-row sheet, (a)'s two main arms on the default's 16 seeds, everything the default's
-    but the model (tiny:llama-arith_warm86_tt, which the DAG builds), and the tables from those runs alone."""
-    root = "results/a_warm86"
-    out, jobs = overlay_train_jobs(workdir, "config/tiny_a_warm86.yaml", root)
-    assert len(jobs) == 32
-    assert {letter for letter, _, _ in jobs} == {"a"}
-    assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
-    assert {args["seed"] for _, args, _ in jobs} == {str(s) for s in range(16)}
-    keys = ("policy.model", "budget.max_steps", "eval.every_steps", "eval.max_examples", "eval.others_every")
-    keys += ("eval.noise",)
-    assert {tuple(a[k] for k in keys) for _, a, _ in jobs} == {
-        ("tiny:llama-arith_warm86_tt", "600", "25", "400", "4", "common")
-    }
-    assert "rule build_tiny_model" in out
-    assert "llama-arith_warm86_tt/pods_tiny.json" in out
-    assert f"--curves {root}/tables/curves.csv" in shell_command(out, "pods.analysis time-to-peak")
 
 
 @pytest.mark.parametrize(
