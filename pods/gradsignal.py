@@ -59,12 +59,6 @@ def _per_run_shares(rows: pd.DataFrame, span: float) -> tuple[float, list[float]
     return whole, quarters
 
 
-def _order(key: tuple, keys: list[str], order: list[str]) -> tuple:
-    """Sort key of an arm: setting, then n, m, GA (numbers), then rule, normalisation, arm and role."""
-    d = dict(zip(keys, key, strict=True))
-    return tuple(str(d[k]) if k in ("setting", "rule", "normalize", "arm", "role") else float(d[k]) for k in order)
-
-
 def signal_table(curves: pd.DataFrame, n_boot: int = 2000, boot_seed: int = 0) -> pd.DataFrame:
     """One row per setting and arm with ``kept_frac_zero_std`` rows in `curves` (see the module docstring)."""
     train = curves[(curves["dataset"] == "train") & curves["metric"].isin(SIGNAL_METRICS)]
@@ -78,8 +72,9 @@ def signal_table(curves: pd.DataFrame, n_boot: int = 2000, boot_seed: int = 0) -
     rng = np.random.default_rng(boot_seed)
     out = []
     keys = ["setting", "arm", "role", "n", "m", "rule", "normalize", "grad_accum"]
-    order = ["setting", "n", "m", "grad_accum", "rule", "normalize", "arm", "role"]
-    for key, arm in sorted(train.groupby(keys, sort=False, dropna=False), key=lambda g: _order(g[0], keys, order)):
+    order = ["setting", "n", "m", "grad_accum", "rule", "normalize", "arm", "role"]  # a sweep's arms by n, then m
+    train = train.sort_values(order, kind="stable")  # groupby(sort=False) then meets the arms in this order
+    for key, arm in train.groupby(keys, sort=False, dropna=False):
         kept = arm[arm["metric"] == "kept_frac_zero_std"]
         if kept.empty:
             continue
