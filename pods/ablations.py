@@ -44,7 +44,7 @@ import pandas as pd
 
 from pods import registry
 from pods.speedup import _fmt, _interval, main_comparison, primary_dataset
-from pods.tidy import AnalysisInputError, arm_label, select
+from pods.tidy import AnalysisInputError, arm_label, arm_rng, select
 
 GROUPS = ("n sweep", "m sweep", "rule", "normalisation")
 RULE_ORDER = ("max_variance", "max_reward", "random", "percentile")
@@ -145,7 +145,6 @@ def ablation_rows(
     # The span: the last position every arm reaches (each arm's own last evaluation, the shortest seed's).
     span = min(float(r[r["time_s"] > 0].groupby("seed")[axis].max().min()) for r in runs_of.values())
     lo = span * (1 - window)
-    rng = np.random.default_rng(seed)
     ref_key = tuple(ref.values())
     windows = {k: _seed_windows(r, axis, lo, span) for k, r in runs_of.items()}
     means = {k: w["mean"] for k, w in windows.items()}
@@ -154,7 +153,13 @@ def ablation_rows(
             f"setting {setting}: the reference arm n={ref['n']} m={ref['m']} has no evaluation in "
             f"{axis} {lo:g}-{span:g}"
         )
-    boots = {k: _boot_means(v.to_numpy(float), n_boot, rng) for k, v in means.items() if len(v) >= 2}
+    # each arm resampled by its own generator (key: n, m, rule, normalize; grad_accum 1): independent of the
+    # others' draws, and unshifted by adding or dropping an arm
+    boots = {
+        k: _boot_means(v.to_numpy(float), n_boot, arm_rng(seed, setting, *k, 1))
+        for k, v in means.items()
+        if len(v) >= 2
+    }
     rows = []
     for group, sel in groups:
         key = tuple(sel.values())

@@ -15,7 +15,7 @@ has one. This table measures it per arm from what each step logged (metrics.json
 beside the training rollouts' lengths). Per arm: the share over the whole run (steps weighted equally), the
 share over each quarter of the span the arm's runs cover (the share grows as accuracy rises and more
 prompts are solved by every rollout), and a 95% percentile bootstrap interval over seeds for the whole-run
-share.
+share (each arm's resamples drawn from its own generator, `pods.tidy.arm_rng`).
 
 Run:  python -m pods.analysis signal --curves results/tables/curves.csv --out-dir results/tables
 """
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from pods.speedup import _label
-from pods.tidy import AnalysisInputError
+from pods.tidy import AnalysisInputError, arm_rng
 
 SIGNAL_METRICS = ("kept_frac_zero_std", "frac_zero_std")
 """metrics.jsonl keys that `collect` writes into curves.csv (dataset "train") for this table."""
@@ -69,7 +69,6 @@ def signal_table(curves: pd.DataFrame, n_boot: int = 2000, boot_seed: int = 0) -
             "`collect` writes them from runs whose metrics.jsonl logs kept_frac_zero_std (our trainer's runs; "
             "the authors' released logs have none); rerun `python -m pods.analysis collect`"
         )
-    rng = np.random.default_rng(boot_seed)
     out = []
     keys = ["setting", "arm", "role", "n", "m", "rule", "normalize", "grad_accum"]
     order = ["setting", "n", "m", "grad_accum", "rule", "normalize", "arm", "role"]  # a sweep's arms by n, then m
@@ -87,6 +86,8 @@ def signal_table(curves: pd.DataFrame, n_boot: int = 2000, boot_seed: int = 0) -
         row = dict(zip(keys, key, strict=True))
         lo = hi = float("nan")
         if len(whole) > 1:
+            ident = (row[k] for k in ("setting", "n", "m", "rule", "normalize", "grad_accum"))
+            rng = arm_rng(boot_seed, *ident)  # its own draws: the table's other arms do not shift them
             boot = whole[rng.integers(0, len(whole), size=(n_boot, len(whole)))].mean(axis=1)
             lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
         finite = np.isfinite(quarters)  # a quarter with no interval ending in it (a coarse grid): "-"

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -55,6 +56,20 @@ PAPER_SHEET = registry.repo_file("config/runs.tsv")  # in a checkout or shipped 
 
 class AnalysisInputError(ValueError):
     """Missing or unusable input; the CLI turns it into exit code 2."""
+
+
+def arm_rng(seed: int, *key) -> np.random.Generator:
+    """The bootstrap generator of one arm: seeded from the table's `seed` and the arm's configuration
+    (setting, n, m, rule, normalize, grad_accum; each part hashed with CRC-32, so the same on every machine
+    and Python), not from the arms drawn before it. So adding or dropping an arm of a table leaves every other arm's
+    interval as it was, and two arms get independent draws."""
+
+    def text(part) -> str:  # 16, 16.0 and np.int64(16) alike: a float column of n or m seeds as an int one
+        if isinstance(part, (int, float, np.integer, np.floating)) and float(part).is_integer():
+            return str(int(part))
+        return str(part)
+
+    return np.random.default_rng([int(seed), *(zlib.crc32(text(part).encode()) for part in key)])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -164,3 +164,16 @@ def test_an_arm_without_an_evaluation_in_the_window_is_reported_empty_not_a_cras
     assert sparse_row["n_evals"] == 0
     assert math.isnan(sparse_row["mean"])
     assert sparse_row["reading"] == "-"
+
+
+def test_an_arm_s_intervals_do_not_depend_on_which_other_arms_the_table_holds():
+    """Each arm is resampled by its own generator (pods.tidy.arm_rng): dropping the n = 128 arm, which is drawn
+    before the m sweep and the rule and normalisation arms, leaves their intervals as they were."""
+    curves = _curves()
+    cols = ["ci_low", "ci_high", "diff_low", "diff_high"]
+    keys = ["group", "n", "m", "rule", "normalize"]
+    whole = ablation_table(curves, n_boot=300).set_index(keys)
+    fewer = ablation_table(curves[curves["n"] != 128], n_boot=300).set_index(keys)
+    later = [("m sweep", 64, 4, "max_variance", "after"), ("normalisation", 64, 16, "max_variance", "before")]
+    assert whole.loc[later, "ci_high"].gt(whole.loc[later, "ci_low"]).all()  # intervals with a width to shift
+    pd.testing.assert_frame_equal(whole.loc[fewer.index, cols], fewer[cols])

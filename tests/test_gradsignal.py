@@ -110,3 +110,42 @@ def test_signal_without_per_step_rows_is_an_input_error(curves, tmp_path, capsys
     err = capsys.readouterr().err
     assert "kept_frac_zero_std" in err
     assert "collect" in err
+
+
+def _signal_rows(n: int, shares_by_seed: list[float]) -> list[dict]:
+    """curves.csv rows (dataset "train") of one arm of setting a: per seed, one 10-step interval at its share."""
+    ident = {"setting": "a", "setting_name": "tiny_a", "role": "", "m": 4, "rule": "max_variance",
+             "normalize": "after", "grad_accum": 1, "dataset": "train", "primary_dataset": "arith"}  # fmt: skip
+    return [
+        ident | {"arm": "pods", "n": n, "seed": s, "grid": 1, "time_s": 1.0, "step": 10, "metric": metric, "value": v}
+        for s, v in enumerate(shares_by_seed)
+        for metric in ("kept_frac_zero_std", "frac_zero_std")
+    ]
+
+
+def test_an_arm_s_interval_does_not_depend_on_which_other_arms_the_table_holds():
+    """Each arm is resampled by its own generator (pods.tidy.arm_rng): an arm sorted before it (n = 8 before
+    n = 16) does not shift its interval, and the same shares under another arm's key get other draws."""
+    from pods.gradsignal import signal_table
+
+    shares = [0.05, 0.1, 0.2, 0.3, 0.35, 0.5, 0.6, 0.9]
+    alone = signal_table(pd.DataFrame(_signal_rows(16, shares)), n_boot=300).iloc[0]
+    with_other = signal_table(pd.DataFrame(_signal_rows(8, shares[::-1]) + _signal_rows(16, shares)), n_boot=300)
+    assert list(with_other["n"]) == [8, 16]
+    cols = ["kept_zero_ci_low", "kept_zero_ci_high"]
+    assert alone["kept_zero_ci_low"] < alone["kept_zero_ci_high"]
+    assert list(with_other.iloc[1][cols]) == list(alone[cols])
+    assert list(with_other.iloc[0][cols]) != list(alone[cols])  # the same shares, another arm: its own draws
+
+
+def test_arm_rng_is_keyed_by_the_configuration_not_its_number_type():
+    import numpy as np
+
+    from pods.tidy import arm_rng
+
+    def draws(*key):
+        return arm_rng(0, *key).integers(0, 1000, 5).tolist()
+
+    assert draws("a", 64, 16, "max_variance") == draws("a", 64.0, np.int64(16), "max_variance")
+    assert draws("a", 64, 16, "max_variance") != draws("a", 64, 8, "max_variance")
+    assert draws("a", 64, 16, "max_variance") != arm_rng(1, "a", 64, 16, "max_variance").integers(0, 1000, 5).tolist()
