@@ -39,12 +39,11 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from pods import registry
 from pods.speedup import _fmt, _interval, main_comparison, primary_dataset
-from pods.tidy import AnalysisInputError, arm_label, arm_rng, select
+from pods.tidy import AnalysisInputError, arm_label, arm_rng, boot_means, select
 
 GROUPS = ("n sweep", "m sweep", "rule", "normalisation")
 RULE_ORDER = ("max_variance", "max_reward", "random", "percentile")
@@ -102,11 +101,6 @@ def _seed_windows(runs: pd.DataFrame, axis: str, lo: float, hi: float) -> pd.Dat
     return inside.groupby("seed")["value"].agg(["mean", "size"])
 
 
-def _boot_means(values_S: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    idx_B_S = rng.integers(0, len(values_S), size=(n_boot, len(values_S)))
-    return values_S[idx_B_S].mean(axis=1)
-
-
 def _reading(low: float, high: float) -> str:
     if math.isnan(low) or math.isnan(high):
         return "-"
@@ -156,9 +150,7 @@ def ablation_rows(
     # each arm resampled by its own generator (key: n, m, rule, normalize; grad_accum 1): independent of the
     # others' draws, and unshifted by adding or dropping an arm
     boots = {
-        k: _boot_means(v.to_numpy(float), n_boot, arm_rng(seed, setting, *k, 1))
-        for k, v in means.items()
-        if len(v) >= 2
+        k: boot_means(v.to_numpy(float), n_boot, arm_rng(seed, setting, *k, 1)) for k, v in means.items() if len(v) >= 2
     }
     rows = []
     for group, sel in groups:

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.speedup import _label
-from pods.tidy import AnalysisInputError, arm_rng
+from pods.speedup import _interval, _label
+from pods.tidy import AnalysisInputError, arm_rng, boot_means
 
 SIGNAL_METRICS = ("kept_frac_zero_std", "frac_zero_std")
 """metrics.jsonl keys that `collect` writes into curves.csv (dataset "train") for this table."""
@@ -87,9 +87,8 @@ def signal_table(curves: pd.DataFrame, n_boot: int = 2000, boot_seed: int = 0) -
         lo = hi = float("nan")
         if len(whole) > 1:
             ident = (row[k] for k in ("setting", "n", "m", "rule", "normalize", "grad_accum"))
-            rng = arm_rng(boot_seed, *ident)  # its own draws: the table's other arms do not shift them
-            boot = whole[rng.integers(0, len(whole), size=(n_boot, len(whole)))].mean(axis=1)
-            lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
+            # its own draws: the table's other arms do not shift them
+            lo, hi = _interval(boot_means(whole, n_boot, arm_rng(boot_seed, *ident)), 0.95)
         finite = np.isfinite(quarters)  # a quarter with no interval ending in it (a coarse grid): "-"
         q_sums, q_counts = np.where(finite, quarters, 0.0).sum(axis=0), finite.sum(axis=0)
         q_means = [float(t / c) if c else float("nan") for t, c in zip(q_sums, q_counts, strict=True)]

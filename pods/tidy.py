@@ -72,6 +72,12 @@ def arm_rng(seed: int, *key) -> np.random.Generator:
     return np.random.default_rng([int(seed), *(zlib.crc32(text(part).encode()) for part in key)])
 
 
+def boot_means(values_S: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """The means of `n_boot` resamples (with replacement) of one arm's per-seed values `values_S`."""
+    idx_B_S = rng.integers(0, len(values_S), size=(n_boot, len(values_S)))
+    return values_S[idx_B_S].mean(axis=1)
+
+
 # ----------------------------------------------------------------------------------------------
 # naming
 
