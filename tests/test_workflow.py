@@ -709,24 +709,27 @@ def test_tiny_a_long_overlays_run_only_the_main_comparison_of_a(workdir, overlay
 
 
 @pytest.mark.parametrize(
-    ("overlay", "root", "seeds", "model", "steps"),
+    ("overlay", "root", "seeds", "model", "steps", "lr"),
     [
-        ("config/tiny_a1200.yaml", "results/a1200", 16, "llama-arith_warm_tt", "1200"),
-        ("config/tiny_a1200_32.yaml", "results/a1200", 32, "llama-arith_warm_tt", "1200"),
-        ("config/tiny_a64.yaml", "results/a64", 64, "llama-arith_warm_tt", "600"),
-        ("config/tiny_a_warm86.yaml", "results/a_warm86", 16, "llama-arith_warm86_tt", "600"),
+        ("config/tiny_a1200.yaml", "results/a1200", 16, "llama-arith_warm_tt", "1200", None),
+        ("config/tiny_a1200_32.yaml", "results/a1200", 32, "llama-arith_warm_tt", "1200", None),
+        ("config/tiny_a64.yaml", "results/a64", 64, "llama-arith_warm_tt", "600", None),
+        ("config/tiny_a_warm86.yaml", "results/a_warm86", 16, "llama-arith_warm86_tt", "600", None),
+        ("config/tiny_a_lr125.yaml", "results/a_lr125", 16, "llama-arith_warm_tt", "600", "0.000125"),
     ],
 )
 def test_overlays_of_today_s_a_main_comparison_change_only_what_they_record(
-    workdir, overlay, root, seeds, model, steps
+    workdir, overlay, root, seeds, model, steps, lr
 ):
     """Issue 10's records of today's default (a) main comparison (the two-row sheet, (a)'s two main arms, the
     default's grid, evaluation size and common noise), each changing one thing: tiny_a1200.yaml and
     tiny_a1200_32.yaml the step budget (1200, on 16 and on 32 seeds, one root for both, so the second trains
     only the seeds the first has not), tiny_a64.yaml the seeds (0-63, session 32), tiny_a_warm86.yaml the model
-    (tiny:llama-arith_warm86_tt, a warm start near the ceiling, session 32, which the DAG builds); and the
-    tables made from those runs alone."""
+    (tiny:llama-arith_warm86_tt, a warm start near the ceiling, session 32, which the DAG builds),
+    tiny_a_lr125.yaml the learning rate (1.25e-4 for the experiment YAML's 1e-4, session 34; the others leave
+    it to the YAML); and the tables made from those runs alone."""
     out, jobs = overlay_train_jobs(workdir, overlay, root)
+    assert {a.get("optim.lr") for _, a, _ in jobs} == {lr}
     assert len(jobs) == 2 * seeds
     assert {letter for letter, _, _ in jobs} == {"a"}
     assert {(args["rollout.n"], args["rollout.m"]) for _, args, _ in jobs} == {("16", "16"), ("64", "16")}
