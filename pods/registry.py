@@ -82,7 +82,7 @@ every run (common random numbers: curves differ only where the policies do)."""
 MATH_GOLD = ("balanced", "code")
 """task.math_gold: \\boxed{} with matched braces, or cut at the first '}' as the authors' code."""
 FIDELITY = ("paper", "code")
-"""Top-level `fidelity`: the paper's text (default) or the authors' code (pods.fidelity)."""
+"""Top-level `fidelity`: the paper's text (default) or the authors' code (pods.config.fidelity)."""
 DEVICES = ("auto", "cpu", "cuda")
 GPU_ATTENTION = ("flash_attention_2", "flash_attention_3")
 ATTENTION = (*GPU_ATTENTION, "sdpa", "eager")
@@ -225,7 +225,7 @@ def check_rule(rule: str, n: int, m: int, rules: Iterable[str] = RULES) -> None:
 # run names
 
 # dotted key -> short name in run names (and in the run sheet's `extra` column). Order = order in
-# names. Keys with no entry do not change what is learned (pods.config_names.NAME_EXCLUDED) or are the
+# names. Keys with no entry do not change what is learned (pods.config.names.NAME_EXCLUDED) or are the
 # head of the name (rollout.rule/n/m).
 NAME_VOCAB: dict[str, str] = {
     "policy.model": "model",
@@ -273,7 +273,7 @@ NAME_VOCAB: dict[str, str] = {
     "eval.temperature": "evaltemp",
     "eval.max_completion_length": "evallen",
     "eval.noise": "evalnoise",
-    # fidelity options (pods.fidelity)
+    # fidelity options (pods.config.fidelity)
     "rollout.top_k": "topk",
     "rollout.vllm_is_correction": "isc",
     "optim.logprob_temperature": "lpt",

@@ -47,7 +47,7 @@ SCALE = config["scales"][SCALE_NAME]
 ROOT = SCALE["root"]
 
 # ---------------------------------------------------------------------------- fidelity switch
-# fidelity=code: every run as the authors' code ran it (pods/fidelity.py), under its own root.
+# fidelity=code: every run as the authors' code ran it (pods/config/fidelity.py), under its own root.
 FIDELITY = config.get("fidelity", "paper")
 if FIDELITY not in registry.FIDELITY:
     _fail(f"unknown fidelity {FIDELITY!r}: choose one of {list(registry.FIDELITY)} (snakemake --config fidelity=code)")

@@ -387,7 +387,7 @@ def test_config_error_pickles_and_accepts_one_message():
 
 
 def test_every_field_has_a_docstring():
-    tree = ast.parse(inspect.getsource(inspect.getmodule(TrainConfig)))  # pods.config_schema: the dataclasses
+    tree = ast.parse(inspect.getsource(inspect.getmodule(TrainConfig)))  # pods.config.schema: the dataclasses
     classes = {
         c.__name__
         for c in (

@@ -129,7 +129,7 @@ def test_tiny_scale_evaluates_with_common_noise_and_the_paper_scale_with_fresh()
     ablations); the paper scale keeps the paper's independent evaluations (the trainer default, fresh)."""
     import yaml
 
-    from pods.config_schema import EvalConfig
+    from pods.config.schema import EvalConfig
 
     scales = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scales"]
     for letter in "abcdef":

@@ -18,8 +18,8 @@ import pytest
 import torch
 from trl import GRPOTrainer
 
-from pods import fidelity, registry
-from pods.config import ConfigError, load_config
+from pods import registry
+from pods.config import ConfigError, fidelity, load_config
 from pods.evaluation import HFGenerator, evaluate_policy
 from pods.rewards import eval_metrics
 from pods.selectors import select
@@ -403,7 +403,7 @@ def test_fidelity_code_resolves_at_load_and_single_options_override_it(tmp_path)
 def test_docs_fidelity_is_up_to_date():
     committed = (REPO / "docs" / "fidelity.md").read_text()
     assert committed == fidelity.render_markdown(), (
-        "docs/fidelity.md is stale: regenerate it with `python -m pods.fidelity > docs/fidelity.md`"
+        "docs/fidelity.md is stale: regenerate it with `python -m pods.config.fidelity > docs/fidelity.md`"
     )
     assert "docs/fidelity.md" in (REPO / "README.md").read_text()
 

@@ -567,7 +567,7 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
 def test_fidelity_code_schedules_the_200_runs_as_the_authors_code_ran_them(workdir):
     """`--config scale=paper fidelity=code`: the same 200 runs, under results/paper-code/, each resolved by
-    pods.fidelity (issue 11) and named as the trainer names it at that fidelity."""
+    pods.config.fidelity (issue 11) and named as the trainer names it at that fidelity."""
     from pods.config import load_config, run_name
 
     res = snakemake(workdir, "-n", "-p", "--config", "scale=paper", "fidelity=code")

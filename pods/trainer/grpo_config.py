@@ -6,14 +6,13 @@ these settings realise is described in that package's docstring.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
 
 from trl import GRPOConfig
 
 from pods.config import TrainConfig
-from pods.trainer.compat import _trl_version
+from pods.config.trl import check_trl_passthrough
 
 __all__ = [
     "build_grpo_config",
@@ -109,65 +108,6 @@ def build_grpo_config(
 # --------------------------------------------------------------------------------------------
 # The config's `trl:` pass-through section (pods.config.TRL_CONTROLLED / TRL_FIXED / TRL_OPEN)
 # --------------------------------------------------------------------------------------------
-def check_trl_passthrough(section: dict[str, Any]) -> None:
-    """Raise ConfigError for a `trl:` field GRPOConfig does not have or a value it refuses.
-
-    Builds a throw-away GRPOConfig with the fields on top of CPU-safe defaults, so TRL's and HF's own
-    checks run; ``report_to`` names must be installed integrations.
-    """
-    import difflib
-    import tempfile
-
-    from pods.config import ConfigError, check_trl_keys
-
-    check_trl_keys(section)
-    names = [f.name for f in dataclasses.fields(GRPOConfig) if f.init]
-    for name, value in section.items():
-        if name not in names:
-            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-            hint = f"did you mean trl.{close[0]}?" if close else "see the fields of trl.GRPOConfig (TRL docs)"
-            raise ConfigError(f"trl.{name}", value, f"is not a field of trl.GRPOConfig (trl {_trl_version()})", hint)
-    _check_report_to(section.get("report_to"))
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            GRPOConfig(
-                **{"output_dir": tmp, "use_cpu": True, "bf16": False, "activation_checkpointing": False, **section}
-            )
-        except (TypeError, ValueError) as e:
-            keys = ", ".join(f"trl.{k}" for k in section)
-            raise ConfigError(
-                "trl",
-                section,
-                f"TRL refuses these fields ({keys}): {' '.join(str(e).split())}",
-                "fix the value TRL names",
-            ) from None
-
-
-def _check_report_to(report_to: Any) -> None:
-    from transformers.integrations import get_available_reporting_integrations
-    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-
-    from pods.config import ConfigError
-
-    if report_to is None or report_to in ("none", "all"):
-        return
-    wanted = [report_to] if isinstance(report_to, str) else list(report_to)
-    available = set(get_available_reporting_integrations())
-    for name in wanted:
-        if name not in INTEGRATION_TO_CALLBACK:
-            raise ConfigError(
-                "trl.report_to",
-                report_to,
-                f"{name!r} is not a reporting integration of transformers",
-                f"use some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}",
-            )
-        if name not in available:
-            pkg = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}.get(name, name)
-            raise ConfigError(
-                "trl.report_to", report_to, f"{name!r} is not installed", f"pip install {pkg}, or remove {name!r}"
-            )
-
-
 def grpo_config_with_passthrough(kwargs: dict[str, Any], section: dict[str, Any]) -> GRPOConfig:
     """The GRPOConfig of ``kwargs`` (build_grpo_config's) updated with the config's `trl:` section."""
     from pods.config import ConfigError, check_trl_keys

@@ -1,7 +1,7 @@
 """Typed run configuration: nested frozen dataclasses, YAML + dotted overrides, validation.
 
 One YAML file in ``experiments/`` holds everything a run needs; its sections map one to one onto the
-dataclasses of :mod:`pods.config_schema` (docs/DESIGN.md, "Config schema"). Load it with overrides::
+dataclasses of :mod:`pods.config.schema` (docs/DESIGN.md, "Config schema"). Load it with overrides::
 
     cfg = load_config("experiments/a_gsm8k_qwen3b.yaml", ["rollout.n=16", "rollout.m=16"])
     python -m pods validate experiments/a_gsm8k_qwen3b.yaml rollout.n=16 --paper
@@ -37,7 +37,7 @@ Decisions the paper leaves to us (documented at the fields too):
   ``budget.max_steps`` may both be set (the run stops at whichever comes first), but not both null.
 
 Run names (:func:`run_name`, ``sel~{rule}_n~{n}_m~{m}[_{extra}]``) and their vocabulary: see
-:mod:`pods.config_names`, which owns them.
+:mod:`pods.config.names`, which owns them.
 
 Additions to the DESIGN.md schema: ``policy.load_in_4bit`` (the authors' code loads 4-bit base weights,
 the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/linear decay; the
@@ -45,7 +45,7 @@ multi-GPU code decays over one epoch) and ``hardware.accelerate_config`` (the ``
 file a run is meant for, cross-checked against ``hardware.num_processes``).
 
 Fidelity (issue 11, docs/fidelity.md): the top-level ``fidelity: paper | code`` is resolved by
-:func:`load_config` (:func:`resolve_fidelity`): with ``code`` the values of :mod:`pods.fidelity`'s table
+:func:`load_config` (:func:`resolve_fidelity`): with ``code`` the values of :mod:`pods.config.fidelity`'s table
 for the setting are applied after the YAML and before the command line's overrides, so the resolved
 config (and config.json) holds them. The switched options are fields of their own:
 ``rollout.top_k``, ``rollout.vllm_is_correction``, ``optim.logprob_temperature``,
@@ -59,10 +59,10 @@ fields the package sets from its own options are refused naming the option (:dat
 names. :func:`describe_keys` / ``pods config`` list every key with its type, default and doc.
 
 Modules, by job (this one re-exports every name callers use, so ``from pods.config import X`` keeps
-working): :mod:`pods.config_base` (:class:`ConfigError`, field type coercion), :mod:`pods.config_schema`
-(the section dataclasses and their checks), :mod:`pods.config_trl` (the ``trl:`` tables),
-:mod:`pods.config_load` (dicts, overrides, YAML, fidelity, :func:`load_config`, :func:`validate` and the
-machine checks), :mod:`pods.config_names` (run names and directories), :mod:`pods.config_help` (the key
+working): :mod:`pods.config.base` (:class:`ConfigError`, field type coercion), :mod:`pods.config.schema`
+(the section dataclasses and their checks), :mod:`pods.config.trl` (the ``trl:`` tables),
+:mod:`pods.config.load` (dicts, overrides, YAML, fidelity, :func:`load_config`, :func:`validate` and the
+machine checks), :mod:`pods.config.names` (run names and directories), :mod:`pods.config.help` (the key
 listing).
 """
 
@@ -71,16 +71,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from pods import registry
-from pods.config_base import _NO_VALUE as _NO_VALUE
-from pods.config_base import ConfigError
-from pods.config_base import _closest_hint as _closest_hint
-from pods.config_base import _coerce as _coerce
-from pods.config_base import _show as _show
-from pods.config_base import field_types as field_types
-from pods.config_base import get_key as get_key
-from pods.config_help import _field_docs as _field_docs
-from pods.config_help import describe_keys, format_keys
-from pods.config_load import (
+from pods.config.base import _NO_VALUE as _NO_VALUE
+from pods.config.base import ConfigError
+from pods.config.base import _closest_hint as _closest_hint
+from pods.config.base import _coerce as _coerce
+from pods.config.base import _show as _show
+from pods.config.base import field_types as field_types
+from pods.config.base import get_key as get_key
+from pods.config.help import _field_docs as _field_docs
+from pods.config.help import describe_keys, format_keys
+from pods.config.load import (
     Machine,
     apply_overrides,
     from_dict,
@@ -89,25 +89,25 @@ from pods.config_load import (
     to_dict,
     validate,
 )
-from pods.config_load import _build as _build
-from pods.config_load import all_keys as all_keys
-from pods.config_load import read_yaml as read_yaml
-from pods.config_names import NAME_EXCLUDED as NAME_EXCLUDED
-from pods.config_names import NAME_HEAD as NAME_HEAD
-from pods.config_names import default_run_dir, parse_run_name, resolve_run_dir, run_name
-from pods.config_names import format_value as format_value
-from pods.config_schema import AGGREGATIONS as AGGREGATIONS
-from pods.config_schema import ATTENTION as ATTENTION
-from pods.config_schema import BACKENDS as BACKENDS
-from pods.config_schema import DEVICES as DEVICES
-from pods.config_schema import DTYPES as DTYPES
-from pods.config_schema import EVAL_ONLY_TASKS as EVAL_ONLY_TASKS
-from pods.config_schema import GPU_ATTENTION as GPU_ATTENTION
-from pods.config_schema import NORMALIZE as NORMALIZE
-from pods.config_schema import OPTIMIZERS as OPTIMIZERS
-from pods.config_schema import RULES as RULES
-from pods.config_schema import SCHEDULERS as SCHEDULERS
-from pods.config_schema import (
+from pods.config.load import _build as _build
+from pods.config.load import all_keys as all_keys
+from pods.config.load import read_yaml as read_yaml
+from pods.config.names import NAME_EXCLUDED as NAME_EXCLUDED
+from pods.config.names import NAME_HEAD as NAME_HEAD
+from pods.config.names import default_run_dir, parse_run_name, resolve_run_dir, run_name
+from pods.config.names import format_value as format_value
+from pods.config.schema import AGGREGATIONS as AGGREGATIONS
+from pods.config.schema import ATTENTION as ATTENTION
+from pods.config.schema import BACKENDS as BACKENDS
+from pods.config.schema import DEVICES as DEVICES
+from pods.config.schema import DTYPES as DTYPES
+from pods.config.schema import EVAL_ONLY_TASKS as EVAL_ONLY_TASKS
+from pods.config.schema import GPU_ATTENTION as GPU_ATTENTION
+from pods.config.schema import NORMALIZE as NORMALIZE
+from pods.config.schema import OPTIMIZERS as OPTIMIZERS
+from pods.config.schema import RULES as RULES
+from pods.config.schema import SCHEDULERS as SCHEDULERS
+from pods.config.schema import (
     BudgetConfig,
     CheckpointConfig,
     EvalConfig,
@@ -119,10 +119,10 @@ from pods.config_schema import (
     TaskConfig,
     TrainConfig,
 )
-from pods.config_trl import TRL_CONTROLLED, TRL_FIXED
-from pods.config_trl import TRL_OPEN as TRL_OPEN
-from pods.config_trl import check_trl_keys as check_trl_keys
-from pods.config_trl import check_trl_section as check_trl_section
+from pods.config.trl import TRL_CONTROLLED, TRL_FIXED
+from pods.config.trl import TRL_OPEN as TRL_OPEN
+from pods.config.trl import check_trl_keys as check_trl_keys
+from pods.config.trl import check_trl_section as check_trl_section
 from pods.registry import NAME_VOCAB
 
 __all__ = [
@@ -155,5 +155,5 @@ __all__ = [
     "validate",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS_DIR = registry.repo_file("experiments")  # the checkout's, or the copy shipped in the package

@@ -1,7 +1,7 @@
 """The machinery under every config section: :class:`ConfigError` and field type coercion.
 
-Torch-free and free of the schema itself, so :mod:`pods.config_schema`, :mod:`pods.config_trl`,
-:mod:`pods.config_load`, :mod:`pods.config_names` and :mod:`pods.config_help` can all import it
+Torch-free and free of the schema itself, so :mod:`pods.config.schema`, :mod:`pods.config.trl`,
+:mod:`pods.config.load`, :mod:`pods.config.names` and :mod:`pods.config.help` can all import it
 (the overview of the config system is :mod:`pods.config`'s docstring).
 """
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pods import registry
-from pods.config_base import get_key
-from pods.config_load import from_dict, read_yaml, resolve_fidelity
-from pods.config_schema import TrainConfig
+from pods.config.base import get_key
+from pods.config.load import from_dict, read_yaml, resolve_fidelity
+from pods.config.schema import TrainConfig
 from pods.registry import NAME_VOCAB
 
 # ----------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""From YAML and ``key=value`` overrides to a checked :class:`~pods.config_schema.TrainConfig`.
+"""From YAML and ``key=value`` overrides to a checked :class:`~pods.config.schema.TrainConfig`.
 
 Dicts to configs and back (:func:`from_dict`, :func:`to_dict`, :func:`apply_overrides`, with a
 "did you mean" for unknown keys), YAML reading (:func:`read_yaml`: duplicate keys refused), the
@@ -22,9 +22,9 @@ from typing import Any
 import yaml
 
 from pods import registry
-from pods.config_base import _NO_VALUE, ConfigError, _closest_hint, field_types, get_key
-from pods.config_schema import GPU_ATTENTION, TrainConfig
-from pods.config_trl import check_trl_section
+from pods.config.base import _NO_VALUE, ConfigError, _closest_hint, field_types, get_key
+from pods.config.schema import GPU_ATTENTION, TrainConfig
+from pods.config.trl import check_trl_section
 
 # ----------------------------------------------------------------------------------------------
 # Building, dumping, overrides
@@ -246,12 +246,12 @@ def load_config(path: str | os.PathLike, overrides: Iterable[str] = (), *, check
 
 
 def resolve_fidelity(raw: Mapping[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """YAML dict + overrides, with ``fidelity: code`` resolved (pods.fidelity): the YAML, then the code's
+    """YAML dict + overrides, with ``fidelity: code`` resolved (pods.config.fidelity): the YAML, then the code's
     values of the setting, then the command line's overrides (so a single option can still be set on top)."""
     d = apply_overrides(raw, overrides)
     if d.get("fidelity", "paper") != "code":
         return d
-    from pods.fidelity import FidelityError, code_overrides
+    from pods.config.fidelity import FidelityError, code_overrides
 
     try:
         code = code_overrides(str(d.get("setting", "")))

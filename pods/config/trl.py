@@ -3,7 +3,7 @@
 ``trl`` is a pass-through mapping of extra TRL ``GRPOConfig`` fields (``trl.report_to=[tensorboard]``):
 fields the package sets from its own options are refused naming the option (:data:`TRL_CONTROLLED`,
 :data:`TRL_FIXED`), unknown ones at load time with the closest GRPOConfig field (:func:`check_trl_section`,
-which imports TRL through :mod:`pods.trainer`); it is not part of run names.
+which imports TRL only then); it is not part of run names.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pods.config_base import ConfigError, _show
+from pods.config.base import ConfigError, _show
 
 if TYPE_CHECKING:
-    from pods.config_schema import TrainConfig
+    from pods.config.schema import TrainConfig
 
 
 # The `trl:` pass-through section: any GRPOConfig field, except those the package sets itself.
@@ -104,6 +104,63 @@ def check_trl_keys(section: Mapping[str, Any]) -> None:
 def check_trl_section(cfg: TrainConfig) -> None:
     """The `trl:` section builds a valid GRPOConfig (imports TRL; only when the section is not empty)."""
     if cfg.trl:
-        from pods.trainer import check_trl_passthrough  # TRL is heavy: only for configs that use the section
-
         check_trl_passthrough(cfg.trl)
+
+
+def check_trl_passthrough(section: dict[str, Any]) -> None:
+    """Raise ConfigError for a `trl:` field GRPOConfig does not have or a value it refuses.
+
+    Builds a throw-away GRPOConfig with the fields on top of CPU-safe defaults, so TRL's and HF's own
+    checks run; ``report_to`` names must be installed integrations.
+    """
+    import dataclasses
+    import difflib
+    import tempfile
+
+    import trl  # TRL is heavy: only for configs that use the section
+    from trl import GRPOConfig
+
+    check_trl_keys(section)
+    names = [f.name for f in dataclasses.fields(GRPOConfig) if f.init]
+    for name, value in section.items():
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            hint = f"did you mean trl.{close[0]}?" if close else "see the fields of trl.GRPOConfig (TRL docs)"
+            raise ConfigError(f"trl.{name}", value, f"is not a field of trl.GRPOConfig (trl {trl.__version__})", hint)
+    _check_report_to(section.get("report_to"))
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            GRPOConfig(
+                **{"output_dir": tmp, "use_cpu": True, "bf16": False, "activation_checkpointing": False, **section}
+            )
+        except (TypeError, ValueError) as e:
+            keys = ", ".join(f"trl.{k}" for k in section)
+            raise ConfigError(
+                "trl",
+                section,
+                f"TRL refuses these fields ({keys}): {' '.join(str(e).split())}",
+                "fix the value TRL names",
+            ) from None
+
+
+def _check_report_to(report_to: Any) -> None:
+    from transformers.integrations import get_available_reporting_integrations
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    if report_to is None or report_to in ("none", "all"):
+        return
+    wanted = [report_to] if isinstance(report_to, str) else list(report_to)
+    available = set(get_available_reporting_integrations())
+    for name in wanted:
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ConfigError(
+                "trl.report_to",
+                report_to,
+                f"{name!r} is not a reporting integration of transformers",
+                f"use some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}",
+            )
+        if name not in available:
+            pkg = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}.get(name, name)
+            raise ConfigError(
+                "trl.report_to", report_to, f"{name!r} is not installed", f"pip install {pkg}, or remove {name!r}"
+            )

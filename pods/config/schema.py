@@ -1,7 +1,7 @@
 """The config schema: one frozen dataclass per YAML section, each field with its docstring.
 
 The sections map one to one onto the YAML files in ``experiments/`` (docs/DESIGN.md, "Config schema");
-the docstring right below a field is its documentation (``pods config`` prints it, :mod:`pods.config_help`).
+the docstring right below a field is its documentation (``pods config`` prints it, :mod:`pods.config.help`).
 Each section checks its values in ``_check`` after :class:`_Section` coerced the types; the decisions
 the paper leaves to us are listed in :mod:`pods.config`'s docstring and documented at the fields.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from pods import registry
-from pods.config_base import _NO_VALUE, ConfigError, _closest_hint, _coerce, field_types
-from pods.config_trl import check_trl_keys
+from pods.config.base import _NO_VALUE, ConfigError, _closest_hint, _coerce, field_types
+from pods.config.trl import check_trl_keys
 
 # ----------------------------------------------------------------------------------------------
 # Valid names: pods.registry owns every enumeration (torch-free, so checks that fail early never
@@ -505,7 +505,7 @@ class TrainConfig(_Section):
     """Name of the experiment setting, used in run directory names (the experiments/*.yaml stem)."""
     fidelity: str = "paper"
     """paper (the paper's text) | code (every known departure takes the authors' code's value; resolved at load
-    time from pods.fidelity, docs/fidelity.md)."""
+    time from pods.config.fidelity, docs/fidelity.md)."""
     seed: int = 0
     """Random seed (model init of tiny models, data order, sampling, random selection)."""
     out_dir: str | None = None

@@ -1,6 +1,6 @@
 """The key listing behind ``pods config`` and ``pods train --help``: every key, its type, default and doc.
 
-The doc of a field is the docstring right below it in :mod:`pods.config_schema`, read from the source.
+The doc of a field is the docstring right below it in :mod:`pods.config.schema`, read from the source.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import functools
 from dataclasses import fields, is_dataclass
 from typing import Any, get_origin
 
-from pods.config_base import _optional, _show, field_types
-from pods.config_schema import TrainConfig
+from pods.config.base import _optional, _show, field_types
+from pods.config.schema import TrainConfig
 
 # ----------------------------------------------------------------------------------------------
 # Help: every key with its type, default and one-line doc (from the docstring under each field)
