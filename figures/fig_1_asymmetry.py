@@ -15,7 +15,7 @@ if not Path(args.bench).exists():
     for ax in (top, bot):
         F.placeholder(ax, f"benchmark table {args.bench} missing: run the benchmark rule (pods bench)")
 else:
-    b = F.A.summarize_benchmark(F.A.read_benchmark(args.bench))
+    b = F.T.summarize_benchmark(F.T.read_benchmark(args.bench))
     ok, oom = b[~b["update_oom"]], b[b["update_oom"]]
     width = b["rollouts"] * 0.5  # equal widths on the log2 axis
     top.bar(b["rollouts"], b["gen_time_s"], width=width, color="#5894DB", label="generation")

@@ -9,7 +9,7 @@ import figlib as F
 
 args = F.parser(__doc__).parse_args()
 curves, steps = F.load(args)
-settings = [] if curves is None else sorted(s for s in curves["setting"].unique() if F.A.main_comparison(curves, s))
+settings = [] if curves is None else sorted(s for s in curves["setting"].unique() if F.S.main_comparison(curves, s))
 rows = max(len(settings), 1)
 fig, axes = F.plt.subplots(
     rows, 2, figsize=(9, 2.6 * rows), squeeze=False, gridspec_kw={"width_ratios": [3, 1]}, constrained_layout=True

@@ -12,16 +12,16 @@ ap.add_argument("--setting", default="a")
 args = ap.parse_args()
 curves, steps = F.load(args)
 s = args.setting
-main = F.A.main_comparison(curves, s) if curves is not None else None
+main = F.S.main_comparison(curves, s) if curves is not None else None
 fig, axes = F.plt.subplots(2, 2, figsize=(9, 5.4), gridspec_kw={"width_ratios": [3, 1]}, constrained_layout=True)
 if main is None:
     for ax in axes.flat:
         F.placeholder(ax, f"setting ({s}) needs GRPO (n == m) and GRPO-PODS runs for the sweeps")
 else:
     n0, m0 = main[1]["n"], main[1]["m"]
-    base = F.A.select(curves, setting=s, rule="max_variance", normalize="after", grad_accum=1)
+    base = F.T.select(curves, setting=s, rule="max_variance", normalize="after", grad_accum=1)
     for row, (fixed, var, sym) in zip(axes, [({"m": m0}, "n", "N"), ({"n": n0}, "m", "M")], strict=False):
-        values = sorted(F.A.select(base, **fixed)[var].unique(), reverse=var == "m")
+        values = sorted(F.T.select(base, **fixed)[var].unique(), reverse=var == "m")
         groups = [
             (
                 f"${sym} = {v}$",

@@ -13,7 +13,7 @@ ap.add_argument("--setting", default="a")
 args = ap.parse_args()
 curves, steps = F.load(args)
 s = args.setting
-main = F.A.main_comparison(curves, s) if curves is not None else None
+main = F.S.main_comparison(curves, s) if curves is not None else None
 fig, (ax_c, ax_b) = F.plt.subplots(1, 2, figsize=(9, 3), gridspec_kw={"width_ratios": [3, 1]}, constrained_layout=True)
 if main is None:
     F.placeholder(ax_c, f"setting ({s}) has no GRPO-PODS runs: train the rule ablation")
@@ -21,9 +21,9 @@ if main is None:
 else:
     n0, m0 = main[1]["n"], main[1]["m"]
     sel = {"n": n0, "m": m0, "normalize": "after", "grad_accum": 1}
-    present = set(F.A.select(curves, setting=s, **sel)["rule"])
+    present = set(F.T.select(curves, setting=s, **sel)["rule"])
     groups = [
-        (r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.A.arm_label(n0, m0, r)]) for r in RULES if r in present
+        (r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.T.arm_label(n0, m0, r)]) for r in RULES if r in present
     ]
     F.curve_panel(ax_c, curves, s, groups, common_range=True)
     absent = [r for r in RULES if r not in present]

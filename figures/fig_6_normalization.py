@@ -12,10 +12,10 @@ ap.add_argument("--setting", default="a")
 args = ap.parse_args()
 curves, steps = F.load(args)
 s = args.setting
-main = F.A.main_comparison(curves, s) if curves is not None else None
+main = F.S.main_comparison(curves, s) if curves is not None else None
 fig, (ax_c, ax_b) = F.plt.subplots(1, 2, figsize=(9, 3), gridspec_kw={"width_ratios": [3, 1]}, constrained_layout=True)
 sel = {} if main is None else {"n": main[1]["n"], "m": main[1]["m"], "rule": "max_variance"}
-have = set() if main is None else set(F.A.select(curves, setting=s, **sel)["normalize"])
+have = set() if main is None else set(F.T.select(curves, setting=s, **sel)["normalize"])
 if "before" not in have:
     msg = (
         f"setting ({s}): no runs with rollout.normalize=before"
@@ -26,7 +26,7 @@ if "before" not in have:
     F.placeholder(ax_b, "no runs")
 else:
     groups = [
-        (f"{w} down-sampling", {**sel, "normalize": w}, F.ARM_COLOR[F.A.arm_label(2, 1, "max_variance", w)])
+        (f"{w} down-sampling", {**sel, "normalize": w}, F.ARM_COLOR[F.T.arm_label(2, 1, "max_variance", w)])
         for w in ("after", "before")
     ]
     F.curve_panel(ax_c, curves, s, groups, common_range=True)

@@ -24,7 +24,7 @@ def evaluated_set(setting: str, paper_set: str) -> str | None:
     if curves is None:
         return None
     for ds in (paper_set, F.R.TRANSFER_ANALOGUES.get(paper_set)):
-        if ds and len(F.A.select(curves, setting=setting, dataset=ds)) > 0:
+        if ds and len(F.T.select(curves, setting=setting, dataset=ds)) > 0:
             return ds
     return None
 

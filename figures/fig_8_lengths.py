@@ -13,20 +13,20 @@ L = "completion_len_mean"
 panels = []  # (setting, groups)
 if curves is not None:
     for s in sorted(curves["setting"].unique()):
-        if F.A.main_comparison(curves, s):
+        if F.S.main_comparison(curves, s):
             panels.append((s, F.main_groups(curves, s), "main"))
-    main_a = F.A.main_comparison(curves, "a")
+    main_a = F.S.main_comparison(curves, "a")
     rules = (
         []
         if main_a is None
-        else sorted(set(F.A.select(curves, setting="a", n=main_a[1]["n"], m=main_a[1]["m"], normalize="after")["rule"]))
+        else sorted(set(F.T.select(curves, setting="a", n=main_a[1]["n"], m=main_a[1]["m"], normalize="after")["rule"]))
     )
     if len(rules) > 1:
         sel = {"n": main_a[1]["n"], "m": main_a[1]["m"], "normalize": "after", "grad_accum": 1}
         panels.append(
             (
                 "a",
-                [(r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.A.arm_label(2, 1, r)]) for r in rules],
+                [(r.replace("_", "-"), {**sel, "rule": r}, F.ARM_COLOR[F.T.arm_label(2, 1, r)]) for r in rules],
                 "rules",
             )
         )
@@ -36,9 +36,9 @@ fig, axes = F.plt.subplots(rows, cols, figsize=(9, 2.7 * rows), squeeze=False, c
 if not panels:
     F.placeholder(axes[0, 0], "no setting has both baseline and GRPO-PODS runs with lengths")
 for ax, (s, groups, kind) in zip(axes.flat, panels, strict=False):
-    evald = F.A.select(curves, setting=s, metric=L)
-    ds = F.A.primary_dataset(curves, s)
-    ds = ds if len(F.A.select(evald, dataset=ds)) else "train"
+    evald = F.T.select(curves, setting=s, metric=L)
+    ds = F.C.primary_dataset(curves, s)
+    ds = ds if len(F.T.select(evald, dataset=ds)) else "train"
     F.curve_panel(ax, curves, s, groups, dataset=ds, metric=L)
     ax.set_title(f"{F.title(curves, s)}{' rules' if kind == 'rules' else ''}\n[{F.DATASET_LABEL.get(ds, ds)}]")
 for ax in list(axes.flat)[max(len(panels), 1) :]:

@@ -21,8 +21,10 @@ import matplotlib  # noqa: E402
 matplotlib.rc_file(Path(__file__).with_name("matplotlibrc"))
 import matplotlib.pyplot as plt  # noqa: E402
 
-from pods import analysis as A  # noqa: E402
 from pods import registry as R  # noqa: E402
+from pods.analysis import curves as C  # noqa: E402
+from pods.analysis import speedups as S  # noqa: E402
+from pods.analysis import tidy as T  # noqa: E402
 
 ARM_LABEL = {
     "grpo": "GRPO",
@@ -82,8 +84,8 @@ def load(args) -> tuple:
     """(curves or None, steps or None): a missing file gives None and a placeholder later."""
     global XAXIS
     XAXIS = getattr(args, "x", "time")
-    curves = A.read_curves(args.curves) if Path(args.curves).exists() else None
-    return curves, A.read_steps(getattr(args, "steps", None))
+    curves = T.read_curves(args.curves) if Path(args.curves).exists() else None
+    return curves, T.read_steps(getattr(args, "steps", None))
 
 
 def placeholder(ax, text: str) -> None:
@@ -125,18 +127,18 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common
     where the curves were cut. No effect where every arm ran as long (the paper scale)."""
     if df is None:
         return placeholder(ax, "no curves table: run `python -m pods.analysis collect` first")
-    dataset = dataset or A.primary_dataset(df, setting)
+    dataset = dataset or C.primary_dataset(df, setting)
     curves, missing = [], []
     for label, sel, color in groups:
-        rows = A.select(df, setting=setting, dataset=dataset, metric=metric, **sel)
-        (curves.append((label, A.mean_curve(rows), color)) if len(rows) else missing.append(label))
+        rows = T.select(df, setting=setting, dataset=dataset, metric=metric, **sel)
+        (curves.append((label, C.mean_curve(rows), color)) if len(rows) else missing.append(label))
     if not curves:
         what = ", ".join(missing) or "any arm"
         return placeholder(ax, f"({setting}) no runs for {what} on {dataset} / {metric}")
     if XAXIS == "steps":
         xcol, unit, scale, xlabel = "step", "", 1.0, "optimizer steps"
     else:
-        unit, scale = A.time_unit(max(c["time_s"].max() for _, c, _ in curves))
+        unit, scale = T.time_unit(max(c["time_s"].max() for _, c, _ in curves))
         xcol, xlabel = "time_s", f"training time ({unit})"
     if common_range:
         end = min(c[xcol].max() for _, c, _ in curves)
@@ -167,11 +169,11 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common
 
 
 def bar_panel(ax, steps, setting, groups) -> None:
-    """Seconds per (global) step of `groups`, from steps.csv via pods.analysis.seconds_per_step."""
+    """Seconds per (global) step of `groups`, from steps.csv via pods.analysis.speedups.seconds_per_step."""
     if steps is None:
         return placeholder(ax, "no steps.csv: seconds per step unavailable")
-    sps = A.seconds_per_step(steps[steps["setting"] == setting])
-    bars = [(lab, A.select(sps, **sel), col) for lab, sel, col in groups]
+    sps = S.seconds_per_step(steps[steps["setting"] == setting])
+    bars = [(lab, T.select(sps, **sel), col) for lab, sel, col in groups]
     bars = [(lab, s["seconds_per_step"].iloc[0], col) for lab, s, col in bars if len(s)]
     if not bars:
         return placeholder(ax, f"({setting}) no step counts")
@@ -183,7 +185,7 @@ def bar_panel(ax, steps, setting, groups) -> None:
 
 def main_groups(df, setting) -> list:
     """[(label, selector, colour)] of a setting's baseline and PODS arms (pods.analysis)."""
-    sel = A.main_comparison(df, setting) if df is not None else None
+    sel = S.main_comparison(df, setting) if df is not None else None
     if sel is None:
         return []
     return [(ARM_LABEL[s["arm"]], s, ARM_COLOR[s["arm"]]) for s in sel]

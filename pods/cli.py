@@ -258,7 +258,7 @@ def _cmd_bench(rest: Sequence[str]) -> int:
 
 
 def _cmd_analysis(rest: Sequence[str], prog: str = "pods analysis") -> int:
-    from pods.analysis import main as analysis_main
+    from pods.analysis.cli import main as analysis_main
 
     return int(analysis_main(list(rest), prog=prog) or 0)
 
@@ -280,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] == "analysis":
             return _cmd_analysis(argv[1:], prog="pods analysis")
         if argv and argv[0] == "cost":
-            from pods.cost import main as cost_main
+            from pods.analysis.cost import main as cost_main
 
             return cost_main(argv[1:])
         # Each command's parser on its own: parse_intermixed_args (overrides and --flags in any

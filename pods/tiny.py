@@ -469,7 +469,7 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
 def weights_sha256(model_dir: str | os.PathLike) -> str:
     """SHA-256 of a tiny model directory's ``model.safetensors``: which weights a run started from (a tiny
     model, at most ~85M parameters, is always saved as this one unsharded file)."""
-    from pods.released_logs import sha256_of
+    from pods.analysis.released_logs import sha256_of
 
     weights = Path(model_dir) / "model.safetensors"
     if not weights.is_file():

@@ -75,7 +75,7 @@ rule plateau:
 
 
 rule levels:
-    # The speed-up at fixed accuracy levels (pods/levels.py): the steps each arm's mean curve needs to
+    # The speed-up at fixed accuracy levels (pods/analysis/levels.py): the steps each arm's mean curve needs to
     # first reach fractions of the baseline's rise, and their ratio, with intervals over seeds. Unlike
     # time-to-peak it does not move with the budget at a level both arms reach (issue 10).
     input:
@@ -97,7 +97,7 @@ rule levels:
 
 rule seeds:
     # How wide would (a)'s and (e)'s steps-to-peak intervals be with N seeds per arm (issue 10's width
-    # criterion)? A trend + noise model fitted to the runs (pods/power.py); optimistic, so a width it
+    # criterion)? A trend + noise model fitted to the runs (pods/analysis/power.py); optimistic, so a width it
     # cannot reach is out of reach. Settings with one seed per arm are skipped.
     input:
         curves=f"{ROOT}/tables/curves.csv",
@@ -117,7 +117,7 @@ rule seeds:
 rule ablations:
     # What the n/m sweeps and the rule/normalisation ablations show (Figs. 4-6) as numbers: each arm's
     # late-window accuracy minus GRPO-PODS's, with intervals over seeds, beside the same arms of the
-    # authors' released logs (per hour and per step) and the paper's text (pods/ablations.py).
+    # authors' released logs (per hour and per step) and the paper's text (pods/analysis/ablations.py).
     input:
         unpack(get_ablations_input),
     output:
@@ -138,7 +138,7 @@ rule ablations:
 rule signal:
     # How many optimizer steps carry a gradient: per arm, the share of steps whose trained rollouts all got
     # one reward (zero advantages), over the run and by quarter, and the same over all n generated
-    # rollouts (pods/gradsignal.py). From our runs' metrics.jsonl; the released logs have no such column.
+    # rollouts (pods/analysis/gradsignal.py). From our runs' metrics.jsonl; the released logs have no such column.
     input:
         curves=f"{ROOT}/tables/curves.csv",
     output:

@@ -292,12 +292,12 @@ def get_experiments(wildcards=None):
 
 # ---------------------------------------------------------------------------- released logs
 RELEASED_DOWNLOAD = f"resources/released/pods-{config['released']['commit'][:7]}/results"
-RELEASED_MANIFEST = "pods/released_logs.sha256"  # SHA-256 of every released file (pods.released_logs)
+RELEASED_MANIFEST = "pods/analysis/released_logs.sha256"  # SHA-256 of every released file (pods.analysis.released_logs)
 
 
 # released_logs: none -> no authors' logs at all (an offline machine without a copy): the `all`
 # target leaves out their re-analysis, and speed-up (iii) takes the paper hardware's s/step from
-# PAPER.md's stated values and the cost model (pods.speedup.paper_seconds_per_step).
+# PAPER.md's stated values and the cost model (pods.analysis.speedups.paper_seconds_per_step).
 RELEASED_OFF = isinstance(config["released_logs"], str) and config["released_logs"].strip().lower() == "none"
 
 

@@ -1,4 +1,4 @@
-"""Tests of pods.ablations: what the sweeps and the rule/normalisation ablations show (`analysis ablations`)."""
+"""Tests of pods.analysis.ablations: what the sweeps and the rule/normalisation ablations show (`analysis ablations`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from pods import analysis as A
-from pods.ablations import _agreement, ablation_groups, ablation_table, write_ablation_table
+from pods.analysis.ablations import _agreement, ablation_groups, ablation_table, write_ablation_table
+from pods.analysis.cli import main as analysis_main
+from pods.analysis.tidy import arm_label
 
 
 def _arm(setting, n, m, values_by_seed, steps, rule="max_variance", normalize="after", role="", start=0.8, dt=100.0):
@@ -17,7 +18,7 @@ def _arm(setting, n, m, values_by_seed, steps, rule="max_variance", normalize="a
     for seed, values in enumerate(values_by_seed):
         for k, (step, v) in enumerate([(0, start), *zip(steps, values, strict=True)]):
             rows.append(
-                {"setting": setting, "setting_name": f"tiny_{setting}", "arm": A.arm_label(n, m, rule, normalize),
+                {"setting": setting, "setting_name": f"tiny_{setting}", "arm": arm_label(n, m, rule, normalize),
                  "role": role, "n": n, "m": m, "rule": rule, "normalize": normalize, "grad_accum": 1, "seed": seed,
                  "grid": k, "time_s": dt * k, "time_s_raw": dt * k, "step": step, "dataset": "arith",
                  "primary_dataset": "arith", "metric": "accuracy", "value": v, "source": f"runs/{n}_{m}_{rule}"}
@@ -138,17 +139,21 @@ def test_agreement_reads_direction_not_significance_alone():
 def test_cli_ablations_writes_the_tables_and_refuses_bad_input(tmp_path, capsys):
     curves = tmp_path / "curves.csv"
     _curves().to_csv(curves, index=False)
-    assert A.main(["ablations", "--curves", str(curves), "--out-dir", str(tmp_path / "t"), "--n-boot", "200"]) == 0
+    assert (
+        analysis_main(["ablations", "--curves", str(curves), "--out-dir", str(tmp_path / "t"), "--n-boot", "200"]) == 0
+    )
     assert "**Setting (a)**" in capsys.readouterr().out
     csv = pd.read_csv(tmp_path / "t" / "ablations.csv")
     assert len(csv) == 9
     assert set(csv["group"]) == {"n sweep", "m sweep", "rule", "normalisation"}
     assert "pods_max_reward 64/16" in (tmp_path / "t" / "ablations.md").read_text()
-    assert A.main(["ablations", "--out-dir", str(tmp_path / "u")]) == 2
+    assert analysis_main(["ablations", "--out-dir", str(tmp_path / "u")]) == 2
     assert "pass --curves" in capsys.readouterr().err
-    assert A.main(["ablations", "--curves", str(tmp_path / "missing.csv"), "--out-dir", str(tmp_path / "u")]) == 2
+    assert (
+        analysis_main(["ablations", "--curves", str(tmp_path / "missing.csv"), "--out-dir", str(tmp_path / "u")]) == 2
+    )
     with pytest.raises(SystemExit) as exc:
-        A.main(["ablations", "--curves", str(curves), "--out-dir", str(tmp_path / "u"), "--window", "1.5"])
+        analysis_main(["ablations", "--curves", str(curves), "--out-dir", str(tmp_path / "u"), "--window", "1.5"])
     assert exc.value.code == 2
     assert "in (0, 1]" in capsys.readouterr().err
 
@@ -167,7 +172,7 @@ def test_an_arm_without_an_evaluation_in_the_window_is_reported_empty_not_a_cras
 
 
 def test_an_arm_s_intervals_do_not_depend_on_which_other_arms_the_table_holds():
-    """Each arm is resampled by its own generator (pods.tidy.arm_rng): dropping the n = 128 arm, which is drawn
+    """Each arm is resampled by its own generator (pods.analysis.tidy.arm_rng): dropping the n = 128 arm, which is drawn
     before the m sweep and the rule and normalisation arms, leaves their intervals as they were."""
     curves = _curves()
     cols = ["ci_low", "ci_high", "diff_low", "diff_high"]

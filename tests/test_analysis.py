@@ -16,8 +16,32 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pods import analysis as A
-from pods.speedup import cost_model
+from pods.analysis.cli import main as analysis_main
+from pods.analysis.collect import load_run_steps, load_runs
+from pods.analysis.curves import mean_curve
+from pods.analysis.plateau import baseline_plateau_share
+from pods.analysis.released import read_released
+from pods.analysis.speedups import (
+    Comparison,
+    bootstrap_speedup,
+    cost_model,
+    default_comparisons,
+    printed_speedup,
+    released_comparisons,
+    seconds_per_step,
+    speedup_table,
+    time_to_peak,
+    write_table,
+)
+from pods.analysis.tidy import (
+    CURVE_COLUMNS,
+    AnalysisInputError,
+    arm_label,
+    select,
+    setting_letter,
+    summarize_benchmark,
+    time_unit,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"
@@ -151,37 +175,37 @@ def fake_sheet(path) -> Path:
 def test_time_to_peak_golden():
     base = pd.Series({0.0: 0.5, 10.0: 0.6, 20.0: 0.8, 30.0: 0.9, 40.0: 0.85})
     pods = pd.Series({0.0: 0.5, 10.0: 0.7, 20.0: 0.895, 30.0: 0.91})
-    res = A.time_to_peak(base, pods)
+    res = time_to_peak(base, pods)
     assert res["peak"] == pytest.approx(0.9)
     assert res["target"] == pytest.approx(0.891)
     assert (res["t_baseline_s"], res["t_pods_s"], res["t_peak_s"]) == (30.0, 20.0, 30.0)
     assert res["speedup"] == pytest.approx(1.5)
     # threshold 1.0: PODS must reach 0.9 itself, first at 30 s.
-    assert A.time_to_peak(base, pods, threshold=1.0)["speedup"] == pytest.approx(1.0)
+    assert time_to_peak(base, pods, threshold=1.0)["speedup"] == pytest.approx(1.0)
 
 
 def test_time_to_peak_excludes_t0_and_accepts_mean_curve_frames():
     base = pd.DataFrame({"time_s": [0.0, 10.0, 20.0], "mean": [1.0, 0.5, 0.6]})  # t = 0 is the highest
     pods = pd.DataFrame({"time_s": [0.0, 10.0], "mean": [1.0, 0.6]})
-    res = A.time_to_peak(base, pods)
+    res = time_to_peak(base, pods)
     assert res["peak"] == pytest.approx(0.6)
     assert res["t_baseline_s"] == 20.0
     assert res["speedup"] == pytest.approx(2.0)
 
 
 def test_time_to_peak_never_reached_and_empty_baseline():
-    res = A.time_to_peak(pd.Series({10.0: 0.8, 20.0: 0.9}), pd.Series({10.0: 0.5, 20.0: 0.6}))
+    res = time_to_peak(pd.Series({10.0: 0.8, 20.0: 0.9}), pd.Series({10.0: 0.5, 20.0: 0.6}))
     assert res["t_pods_s"] == math.inf
     assert math.isnan(res["speedup"])  # no number: "never" (it used to be coded 0)
     assert not res["pods_reached"]
-    res = A.time_to_peak(pd.Series({10.0: 0.8}), pd.Series({0.0: 0.9}))  # PODS only has t = 0
+    res = time_to_peak(pd.Series({10.0: 0.8}), pd.Series({0.0: 0.9}))  # PODS only has t = 0
     assert not res["pods_reached"]
     with pytest.raises(ValueError, match="baseline curve has no points"):
-        A.time_to_peak(pd.Series({0.0: 0.8}), pd.Series({10.0: 0.9}))
+        time_to_peak(pd.Series({0.0: 0.8}), pd.Series({10.0: 0.9}))
 
 
 def test_printed_speedup_truncates_like_the_paper():
-    assert [A.printed_speedup(x) for x in (1.75, 12 / 7, 2.0, 0.3 / 0.1, 5400 / 1800)] == [1.7, 1.7, 2.0, 3.0, 3.0]
+    assert [printed_speedup(x) for x in (1.75, 12 / 7, 2.0, 0.3 / 0.1, 5400 / 1800)] == [1.7, 1.7, 2.0, 3.0, 3.0]
 
 
 def test_mean_curve_sem_band():
@@ -194,7 +218,7 @@ def test_mean_curve_sem_band():
             "value": [0.1, 0.3, 0.5, 0.5, 0.8],
         }
     )
-    mc = A.mean_curve(df, keys=["arm"])
+    mc = mean_curve(df, keys=["arm"])
     first, second = mc.iloc[0], mc.iloc[1]
     assert first["mean"] == pytest.approx(0.2)
     assert first["sem"] == pytest.approx(0.1)
@@ -202,7 +226,7 @@ def test_mean_curve_sem_band():
     assert first["hi"] == pytest.approx(0.2 + 0.196)
     assert second["n_seeds"] == 3
     assert second["sem"] == pytest.approx(np.std([0.5, 0.5, 0.8], ddof=1) / np.sqrt(3))
-    single = A.mean_curve(df[df["seed"] == 2], keys=["arm"])
+    single = mean_curve(df[df["seed"] == 2], keys=["arm"])
     assert single["sem"].iloc[0] == 0.0  # one seed: no band (the authors' convention)
 
 
@@ -220,22 +244,22 @@ def test_bootstrap_is_deterministic_and_brackets_the_estimate():
     rng = np.random.default_rng(1)
     base = _runs([[0.1, 0.5, 0.7, 0.8, 0.8] + rng.normal(0, 0.03, 5) for _ in range(6)])
     pods = _runs([[0.1, 0.7, 0.8, 0.82, 0.83] + rng.normal(0, 0.03, 5) for _ in range(6)])
-    one = A.bootstrap_speedup(base, pods, n_boot=500, seed=3)
-    two = A.bootstrap_speedup(base, pods, n_boot=500, seed=3)
+    one = bootstrap_speedup(base, pods, n_boot=500, seed=3)
+    two = bootstrap_speedup(base, pods, n_boot=500, seed=3)
     assert np.array_equal(one["samples"], two["samples"])
     assert len(one["samples"]) == 500
-    point = A.time_to_peak(A.mean_curve(base, keys=[]), A.mean_curve(pods, keys=[]))["speedup"]
+    point = time_to_peak(mean_curve(base, keys=[]), mean_curve(pods, keys=[]))["speedup"]
     assert one["ci_low"] <= point <= one["ci_high"]
-    assert not np.array_equal(one["samples"], A.bootstrap_speedup(base, pods, n_boot=500, seed=4)["samples"])
+    assert not np.array_equal(one["samples"], bootstrap_speedup(base, pods, n_boot=500, seed=4)["samples"])
 
 
 def test_bootstrap_identical_seeds_collapse_to_point_and_counts_never_as_a_share():
     base, pods = _runs([[0, 0.5, 0.9, 0.9]] * 4), _runs([[0, 0.9, 0.9, 0.9]] * 4)
-    boot = A.bootstrap_speedup(base, pods, n_boot=200)
+    boot = bootstrap_speedup(base, pods, n_boot=200)
     assert boot["ci_low"] == boot["ci_high"] == pytest.approx(2.0)
     assert boot["p_never"] == 0.0
     slow = _runs([[0, 0.1, 0.2, 0.3]] * 3)
-    never = A.bootstrap_speedup(base, slow, n_boot=50)
+    never = bootstrap_speedup(base, slow, n_boot=50)
     assert never["p_never"] == 1.0  # every resample: PODS never reached the target
     assert math.isnan(never["ci_high"])  # no ratio to take an interval of
 
@@ -245,18 +269,18 @@ def test_bootstrap_identical_seeds_collapse_to_point_and_counts_never_as_a_share
 
 
 def test_arm_label_and_setting_letter():
-    assert A.arm_label(16, 16, "random") == "grpo"
-    assert A.arm_label(32, 32, grad_accum=16) == "grpo_ga"
-    assert A.arm_label(128, 32, grad_accum=4) == "pods"
-    assert A.arm_label(64, 16, "max_reward") == "pods_max_reward"
-    assert A.arm_label(64, 16, "max_variance", "before") == "pods_before"
-    assert A.setting_letter("a_gsm8k_qwen3b") == "a"
-    assert A.setting_letter("tiny_e") == "e"
-    assert A.setting_letter("gsm8k_main") is None
-    assert A.setting_letter("gsm8k_main", {"gsm8k_main": "b"}) == "b"
-    assert A.time_unit(21600) == ("hours", 3600.0)
-    assert A.time_unit(1800) == ("minutes", 60.0)
-    assert A.time_unit(300)[0] == "seconds"
+    assert arm_label(16, 16, "random") == "grpo"
+    assert arm_label(32, 32, grad_accum=16) == "grpo_ga"
+    assert arm_label(128, 32, grad_accum=4) == "pods"
+    assert arm_label(64, 16, "max_reward") == "pods_max_reward"
+    assert arm_label(64, 16, "max_variance", "before") == "pods_before"
+    assert setting_letter("a_gsm8k_qwen3b") == "a"
+    assert setting_letter("tiny_e") == "e"
+    assert setting_letter("gsm8k_main") is None
+    assert setting_letter("gsm8k_main", {"gsm8k_main": "b"}) == "b"
+    assert time_unit(21600) == ("hours", 3600.0)
+    assert time_unit(1800) == ("minutes", 60.0)
+    assert time_unit(300)[0] == "seconds"
 
 
 def test_write_table(tmp_path):
@@ -277,7 +301,7 @@ def test_write_table(tmp_path):
             }
         ]
     )
-    csv, md, tex = A.write_table(table, tmp_path / "sub" / "ttp")
+    csv, md, tex = write_table(table, tmp_path / "sub" / "ttp")
     assert pd.read_csv(csv)["speedup"].tolist() == [2.0]
     text = md.read_text()
     assert "| a | grpo n=16 |" in text
@@ -299,12 +323,12 @@ def test_summarize_benchmark():
             "update_oom": [False, "False", False, "True"],
         }
     )
-    out = A.summarize_benchmark(bench)
+    out = summarize_benchmark(bench)
     assert out["rollouts"].tolist() == [8, 32, 64]
     assert out["step_time_s"].tolist() == [1.5, 3.0, 9.0]
     assert out["update_oom"].tolist() == [False, False, True]
-    with pytest.raises(A.AnalysisInputError, match="update_oom"):
-        A.summarize_benchmark(bench.drop(columns="update_oom"))
+    with pytest.raises(AnalysisInputError, match="update_oom"):
+        summarize_benchmark(bench.drop(columns="update_oom"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -320,57 +344,57 @@ def test_load_runs_grid_arms_and_lengths(tmp_path):
     with (d / "eval.jsonl").open("a") as fh:
         fh.write('{"step": 50, "time_s"')
     (d / "summary.json").unlink()  # a killed run never wrote its summary (a finished one is checked whole)
-    df = A.load_runs(root)
-    assert list(df.columns) == A.CURVE_COLUMNS
+    df = load_runs(root)
+    assert list(df.columns) == CURVE_COLUMNS
     assert set(df["arm"]) == {"grpo", "grpo_ga", "pods", "pods_random", "pods_before"}
     assert set(df["setting"]) == {"a", "e"}
     assert set(df.loc[df["setting"] == "e", "arm"]) == {"grpo_ga", "pods"}
-    acc = A.select(df, setting="a", arm="grpo", seed=9, dataset="gsm8k", metric="accuracy")
+    acc = select(df, setting="a", arm="grpo", seed=9, dataset="gsm8k", metric="accuracy")
     assert acc["grid"].tolist() == [0, 1, 2, 3, 4]
     assert acc["time_s"].tolist() == [0, 100, 200, 300, 400]
     assert acc["time_s_raw"].iloc[1] == 103.0
     assert acc["value"].iloc[-1] == 0.6
-    train = A.select(df, setting="a", arm="grpo", seed=0, dataset="train")
+    train = select(df, setting="a", arm="grpo", seed=0, dataset="train")
     # steps every 10 s: grid 1 = steps 1..10 (lengths 51..60), mean 55.5
     assert train["value"].iloc[0] == pytest.approx(55.5)
     assert train["time_s"].iloc[0] == 100.0
-    steps = A.load_run_steps(root)
-    row = A.select(steps, setting="a", arm="pods", n=8, seed=0).iloc[0]
+    steps = load_run_steps(root)
+    row = select(steps, setting="a", arm="pods", n=8, seed=0).iloc[0]
     assert row["seconds_per_step"] == pytest.approx(8.0)
     assert row["gen_s_per_step"] == pytest.approx(5.6)
-    sps = A.seconds_per_step(steps)
-    assert A.select(sps, setting="a", arm="grpo")["seconds_per_step"].iloc[0] == pytest.approx(10.0)
+    sps = seconds_per_step(steps)
+    assert select(sps, setting="a", arm="grpo")["seconds_per_step"].iloc[0] == pytest.approx(10.0)
 
 
 def test_load_runs_step_grid_aligns_seeds_by_step(tmp_path):
     # eval.every_steps (deterministic tests): grid = step / every_steps, time_s stays as logged.
     for seed, step_s in enumerate([10.0, 12.0]):
         write_run(tmp_path, "b_x", 4, 4, seed, [0.1, 0.2, 0.3], every_steps=10, step_s=step_s)
-    df = A.select(A.load_runs(tmp_path), metric="accuracy", seed=0)
+    df = select(load_runs(tmp_path), metric="accuracy", seed=0)
     assert df["grid"].tolist() == [0, 1, 2]
     assert df["time_s"].tolist() == [0.0, 103.0, 203.0]
 
 
 def test_load_runs_bad_input(tmp_path):
-    with pytest.raises(A.AnalysisInputError, match="does not exist"):
-        A.load_runs(tmp_path / "nope")
+    with pytest.raises(AnalysisInputError, match="does not exist"):
+        load_runs(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(A.AnalysisInputError, match="no run directories"):
-        A.load_runs(tmp_path / "empty")
+    with pytest.raises(AnalysisInputError, match="no run directories"):
+        load_runs(tmp_path / "empty")
     d = write_run(tmp_path / "r", "a_x", 4, 4, 0, [0.1, 0.2])
     (d / "eval.jsonl").write_text('{"broken\n{"step": 1}\n')
-    with pytest.raises(A.AnalysisInputError, match="line 1 is not JSON"):
-        A.load_runs(tmp_path / "r")
+    with pytest.raises(AnalysisInputError, match="line 1 is not JSON"):
+        load_runs(tmp_path / "r")
 
 
 def test_default_comparisons_and_speedup_table_on_fake_runs(tmp_path):
-    df = A.load_runs(fake_tree(tmp_path / "runs"), sheet=fake_sheet(tmp_path / "runs.tsv"))
-    comps = {c.setting: c for c in A.default_comparisons(df)}
+    df = load_runs(fake_tree(tmp_path / "runs"), sheet=fake_sheet(tmp_path / "runs.tsv"))
+    comps = {c.setting: c for c in default_comparisons(df)}
     assert comps["a"].baseline == {"arm": "grpo", "n": 4, "m": 4, "grad_accum": 1}
     assert comps["a"].pods == {"arm": "pods", "n": 16, "m": 4, "grad_accum": 1}  # ratio 4 preferred over n=8
     assert comps["e"].baseline["arm"] == "grpo_ga"
     assert comps["a"].paper == 2.0
-    table = A.speedup_table(df, n_boot=300).set_index("setting")
+    table = speedup_table(df, n_boot=300).set_index("setting")
     assert table.loc["a", "speedup"] == 3.0
     assert table.loc["a", "t_baseline_s"] == 300.0
     assert table.loc["e", "t_baseline_s"] == 360.0
@@ -383,11 +407,14 @@ def test_cli_collect_and_time_to_peak(tmp_path, capsys):
     root = fake_tree(tmp_path / "runs")
     out = tmp_path / "tables"
     sheet = fake_sheet(tmp_path / "runs.tsv")
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     assert {"curves.csv", "steps.csv"} <= {p.name for p in out.iterdir()}
-    assert A.main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "100"]) == 0
+    assert (
+        analysis_main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "100"])
+        == 0
+    )
     table = pd.read_csv(out / "time_to_peak.csv")
-    assert set(A.CURVE_COLUMNS) <= set(pd.read_csv(out / "curves.csv").columns)
+    assert set(CURVE_COLUMNS) <= set(pd.read_csv(out / "curves.csv").columns)
     need = {
         "setting",
         "baseline",
@@ -415,14 +442,14 @@ def test_collect_run_dirs_reads_exactly_the_listed_runs(tmp_path, capsys):
     manual = write_run(root, "a_toy", 16, 4, 7, [0.2, 0.9, 0.9, 0.9, 0.9])  # `pods train` by hand
     listed = sorted(str(p.parent) for p in root.rglob("summary.json") if p.parent != manual)
     out = tmp_path / "tables"
-    assert A.main(["collect", "--run-dirs", *listed, "--out-dir", str(out)]) == 0
+    assert analysis_main(["collect", "--run-dirs", *listed, "--out-dir", str(out)]) == 0
     curves = pd.read_csv(out / "curves.csv")
     assert 7 not in set(curves["seed"])
     assert len(pd.read_csv(out / "steps.csv")) == len(listed)
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0  # the whole root: included
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0  # the whole root: included
     assert 7 in set(pd.read_csv(out / "curves.csv")["seed"])
     # A listed directory that is not a run is an input error (exit 2), not a silent skip.
-    assert A.main(["collect", "--run-dirs", str(tmp_path), "--out-dir", str(out)]) == 2
+    assert analysis_main(["collect", "--run-dirs", str(tmp_path), "--out-dir", str(out)]) == 2
     assert "is not a run directory" in capsys.readouterr().err
 
 
@@ -434,7 +461,7 @@ def test_collect_run_dirs_may_mix_relative_and_absolute_paths(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     listed = [str(runs[0].relative_to(tmp_path))] + [str(p) for p in runs[1:]]
     out = tmp_path / "tables"
-    assert A.main(["collect", "--run-dirs", *listed, "--out-dir", str(out)]) == 0
+    assert analysis_main(["collect", "--run-dirs", *listed, "--out-dir", str(out)]) == 0
     assert len(pd.read_csv(out / "steps.csv")) == len(runs)
 
 
@@ -445,7 +472,7 @@ def test_until_step_reads_the_same_runs_as_if_their_budget_had_ended_there(tmp_p
     root = fake_tree(tmp_path / "runs")
     full = tmp_path / "full"
     sheet = str(fake_sheet(tmp_path / "runs.tsv"))
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(full), "--sheet", sheet]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(full), "--sheet", sheet]) == 0
     curves = pd.read_csv(full / "curves.csv")
     steps = sorted(curves.loc[curves["step"] > 0, "step"].unique())
     cut_at = int(steps[len(steps) // 2])
@@ -454,20 +481,22 @@ def test_until_step_reads_the_same_runs_as_if_their_budget_had_ended_there(tmp_p
     curves[curves["step"] <= cut_at].to_csv(by_hand / "curves.csv", index=False)
     for cmd, table in (("time-to-peak", "time_to_peak"), ("plateau", "plateau"), ("levels", "levels")):
         ref, cut = tmp_path / f"{cmd}_ref", tmp_path / f"{cmd}_cut"
-        assert A.main([cmd, "--curves", str(by_hand / "curves.csv"), "--out-dir", str(ref)]) == 0
+        assert analysis_main([cmd, "--curves", str(by_hand / "curves.csv"), "--out-dir", str(ref)]) == 0
         argv = [cmd, "--curves", str(full / "curves.csv"), "--until-step", str(cut_at), "--out-dir", str(cut)]
-        assert A.main(argv) == 0
+        assert analysis_main(argv) == 0
         assert (cut / f"{table}.csv").read_text() == (ref / f"{table}.csv").read_text(), cmd
         whole = tmp_path / f"{cmd}_whole"
-        assert A.main([cmd, "--curves", str(full / "curves.csv"), "--out-dir", str(whole)]) == 0
+        assert analysis_main([cmd, "--curves", str(full / "curves.csv"), "--out-dir", str(whole)]) == 0
         assert (whole / f"{table}.csv").read_text() != (cut / f"{table}.csv").read_text(), cmd
     capsys.readouterr()
     early = int(steps[0]) - 1
     argv = ["plateau", "--curves", str(full / "curves.csv"), "--until-step", str(early), "--out-dir", str(tmp_path)]
-    assert A.main(argv) == 2
+    assert analysis_main(argv) == 2
     assert "no evaluation after step 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        A.main(["plateau", "--curves", str(full / "curves.csv"), "--until-step", "0", "--out-dir", str(tmp_path)])
+        analysis_main(
+            ["plateau", "--curves", str(full / "curves.csv"), "--until-step", "0", "--out-dir", str(tmp_path)]
+        )
 
 
 def test_collect_warns_when_one_settings_runs_start_from_different_weights(tmp_path, capsys):
@@ -483,14 +512,14 @@ def test_collect_warns_when_one_settings_runs_start_from_different_weights(tmp_p
         (d / "config.json").write_text(json.dumps(cfg))
 
     out = tmp_path / "tables"
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
     assert "different policy weights" not in capsys.readouterr().err  # no record: nothing to compare
     for d in dirs:
         stamp(d, "a" * 64)
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
     assert "different policy weights" not in capsys.readouterr().err
     stamp(dirs[-1], "b" * 64)
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
     err = capsys.readouterr().err
     assert "setting a start from 2 different policy weights" in err
     assert f"{'a' * 12}: 3 run(s)" in err
@@ -499,14 +528,14 @@ def test_collect_warns_when_one_settings_runs_start_from_different_weights(tmp_p
 
 
 def test_cli_missing_inputs_exit_2(tmp_path, capsys):
-    assert A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
+    assert analysis_main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
     assert "c.csv is missing" in capsys.readouterr().err
-    assert A.main(["collect", "--runs", str(tmp_path / "runs"), "--out-dir", str(tmp_path)]) == 2
+    assert analysis_main(["collect", "--runs", str(tmp_path / "runs"), "--out-dir", str(tmp_path)]) == 2
     assert "pods train" in capsys.readouterr().err
-    assert A.main(["released", "--logs", str(tmp_path), "--out-dir", str(tmp_path)]) == 2
+    assert analysis_main(["released", "--logs", str(tmp_path), "--out-dir", str(tmp_path)]) == 2
     assert "no released log files" in capsys.readouterr().err
     (tmp_path / "c.csv").write_text("a,b\n1,2\n")
-    assert A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
+    assert analysis_main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2
     assert "not a curves table" in capsys.readouterr().err
 
 
@@ -518,13 +547,13 @@ def test_cli_missing_inputs_exit_2(tmp_path, capsys):
 def released():
     if not RELEASED.is_dir():
         pytest.skip(f"authors' released logs not found at {RELEASED} (../shared/reference)")
-    return A.read_released(RELEASED)
+    return read_released(RELEASED)
 
 
 @needs_released
 def test_released_table_reproduces_table_3(tmp_path, released):
     curves, _ = released
-    table = A.speedup_table(curves, A.released_comparisons(), n_boot=300).set_index("setting")
+    table = speedup_table(curves, released_comparisons(), n_boot=300).set_index("setting")
     assert table["speedup"].to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.7, "f": 1.7}
     assert table["speedup_exact"].round(3).to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.714, "f": 1.75}
     assert (table["speedup"] == table["paper_speedup"]).all()
@@ -537,7 +566,7 @@ def test_released_table_reproduces_table_3(tmp_path, released):
 
 @needs_released
 def test_released_cli_writes_table(tmp_path):
-    assert A.main(["released", "--logs", str(RELEASED), "--out-dir", str(tmp_path), "--n-boot", "50"]) == 0
+    assert analysis_main(["released", "--logs", str(RELEASED), "--out-dir", str(tmp_path), "--n-boot", "50"]) == 0
     table = pd.read_csv(tmp_path / "time_to_peak.csv")
     assert table["setting"].tolist() == ["a", "b", "c", "e", "f"]
     assert table["speedup"].tolist() == [2.0, 3.0, 2.0, 1.7, 1.7]
@@ -562,22 +591,22 @@ PAPER_SEC4 = {
 @needs_released
 def test_released_sweeps_match_paper_section_4(released):
     curves, steps = released
-    mc = A.mean_curve(A.select(curves, setting="a", dataset="gsm8k", metric="accuracy"))
-    sps = A.seconds_per_step(A.select(steps, setting="a"))
+    mc = mean_curve(select(curves, setting="a", dataset="gsm8k", metric="accuracy"))
+    sps = seconds_per_step(select(steps, setting="a"))
     assert set(mc["n_seeds"]) == {10}
     for (arm, n, m), (row, peak, t_peak, s_step) in PAPER_SEC4.items():
-        c = A.select(mc, arm=arm, n=n, m=m).set_index("time_s")["mean"] * 100
+        c = select(mc, arm=arm, n=n, m=m).set_index("time_s")["mean"] * 100
         assert c.loc[[1800, 3600, 7200, 10800, 14400, 18000, 21600]].round(2).tolist() == row, (arm, n, m)
         later = c[c.index > 0]
         assert (round(later.max(), 2), later.idxmax() / 3600) == (peak, t_peak), (arm, n, m)
-        assert round(A.select(sps, arm=arm, n=n, m=m)["seconds_per_step"].iloc[0], 2) == s_step
+        assert round(select(sps, arm=arm, n=n, m=m)["seconds_per_step"].iloc[0], 2) == s_step
         assert c.loc[0.0] == pytest.approx(59.95, abs=0.005)  # base model anchor
 
 
 @needs_released
 def test_released_other_settings_match_paper_section_5(released):
     curves, steps = released
-    sps = A.seconds_per_step(steps).set_index(["setting", "arm"])["seconds_per_step"].round(2)
+    sps = seconds_per_step(steps).set_index(["setting", "arm"])["seconds_per_step"].round(2)
     assert [sps[("e", "grpo_ga")], sps[("e", "pods")], sps[("f", "grpo_ga")], sps[("f", "pods")]] == [
         21.85,
         10.09,
@@ -586,9 +615,9 @@ def test_released_other_settings_match_paper_section_5(released):
     ]
 
     def curve(setting, arm, metric="accuracy", dataset="gsm8k"):
-        rows = A.select(curves, setting=setting, arm=arm, metric=metric, dataset=dataset)
+        rows = select(curves, setting=setting, arm=arm, metric=metric, dataset=dataset)
         rows = rows[rows["n"] == rows["n"].min()] if arm.startswith("grpo") else rows[rows["n"] == 4 * rows["m"]]
-        return (A.mean_curve(rows).set_index("time_s")["mean"] * 100).round(2)
+        return (mean_curve(rows).set_index("time_s")["mean"] * 100).round(2)
 
     b_grpo, b_pods = curve("b", "grpo", "both_accuracy"), curve("b", "pods", "both_accuracy")
     assert (b_grpo.max(), b_grpo.idxmax(), b_pods[1800.0], b_pods.max(), b_grpo[0.0]) == (
@@ -658,8 +687,8 @@ def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
         [{"setting": "a", "role": "baseline", "arm": "grpo", "n": 16, "m": 16, "time_s": 753.0, "steps": 100},
          {"setting": "a", "role": "pods", "arm": "pods", "n": 64, "m": 16, "time_s": 1008.0, "steps": 100}]
     )  # fmt: skip
-    comps = [A.Comparison(s, "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0) for s in "ac"]
-    table = A.speedup_table(curves, comps, n_boot=4000, steps=steps, paper_steps=paper_steps).set_index("setting")
+    comps = [Comparison(s, "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0) for s in "ac"]
+    table = speedup_table(curves, comps, n_boot=4000, steps=steps, paper_steps=paper_steps).set_index("setting")
     a = table.loc["a"]
     # Target 0.99 x 0.9: the baseline reaches it at grid 3 (steps 30, 34: mean 32), PODS at grid 1 (5, 7: 6).
     assert (a["t_baseline_s"], a["t_pods_s"], a["speedup_exact"]) == (300.0, 100.0, 3.0)
@@ -701,8 +730,8 @@ def test_baseline_plateau_is_where_the_mean_curve_peaks_in_steps_of_the_last_eva
     curves = pd.DataFrame(
         _tidy_arm("a", "grpo", 4, 4, base, steps) + _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 2, steps)
     )
-    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
-    row = A.speedup_table(curves, [comp], n_boot=200).iloc[0]
+    comp = Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    row = speedup_table(curves, [comp], n_boot=200).iloc[0]
     assert (row["peak_at_baseline"], row["last_at_baseline"], row["peak_share_baseline"]) == (20.0, 50.0, 0.4)
     assert row["plateau_baseline"]
     # At the 80% mark it still counts as a plateau; one evaluation later it does not.
@@ -712,10 +741,10 @@ def test_baseline_plateau_is_where_the_mean_curve_peaks_in_steps_of_the_last_eva
         curves = pd.DataFrame(
             _tidy_arm("a", "grpo", 4, 4, late, steps) + _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 2, steps)
         )
-        row = A.speedup_table(curves, [comp], n_boot=50).iloc[0]
+        row = speedup_table(curves, [comp], n_boot=50).iloc[0]
         assert row["peak_at_baseline"] == 10.0 * (peak_k + 1)
         assert bool(row["plateau_baseline"]) is plateau
-    A.write_table(A.speedup_table(curves, [comp], n_boot=50), tmp_path / "t")
+    write_table(speedup_table(curves, [comp], n_boot=50), tmp_path / "t")
     assert "50 of 50 (1.00, no plateau, 0% of resamples peak before 80%; late gain +" in (tmp_path / "t.md").read_text()
 
 
@@ -723,7 +752,7 @@ def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_lat
     """Where the baseline's peak is in the last 20% ('no plateau'), the table adds how far that late peak
     is above the best evaluation before it, with a bootstrap interval over the baseline's seeds."""
     steps = [[10, 20, 30, 40, 50]] * 3
-    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    comp = Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
     pods = _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 3, steps)
     rising = [[0.50, 0.60, 0.70, 0.78, 0.95], [0.52, 0.61, 0.69, 0.80, 0.93], [0.49, 0.62, 0.71, 0.79, 0.94]]
     # flat from step 20 on: the last evaluation's mean is highest only because one seed was lucky there
@@ -731,25 +760,23 @@ def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_lat
     rows = {}
     for name, base in (("rising", rising), ("flat", flat)):
         curves = pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base, steps) + pods)
-        rows[name] = A.speedup_table(curves, [comp], n_boot=2000).iloc[0]
+        rows[name] = speedup_table(curves, [comp], n_boot=2000).iloc[0]
         assert not rows[name]["plateau_baseline"]  # both peak at their last evaluation
     r, f = rows["rising"], rows["flat"]
     assert r["late_gain_baseline"] == pytest.approx(0.94 - 0.79)
     assert 0 < r["late_gain_baseline_ci_low"] <= r["late_gain_baseline_ci_high"]
     assert f["late_gain_baseline"] == pytest.approx(0.81 - 0.80)
     assert f["late_gain_baseline_ci_low"] < 0 < f["late_gain_baseline_ci_high"]
-    A.write_table(
-        A.speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising, steps) + pods), [comp]), tmp_path / "t"
-    )
+    write_table(speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising, steps) + pods), [comp]), tmp_path / "t")
     assert (
         "50 of 50 (1.00, no plateau, 0% of resamples peak before 80%; late gain +15.0 [+"
         in (tmp_path / "t.md").read_text()
     )
     # one seed: the gain, no interval; a plateau: no late gain in the cell
-    one = A.speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising[:1], steps[:1]) + pods), [comp]).iloc[0]
+    one = speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising[:1], steps[:1]) + pods), [comp]).iloc[0]
     assert one["late_gain_baseline"] == pytest.approx(0.95 - 0.78)
     assert math.isnan(one["late_gain_baseline_ci_low"])
-    from pods.speedup import _plateau_cell
+    from pods.analysis.speedups import _plateau_cell
 
     assert "late gain" not in _plateau_cell(rows["flat"].to_dict() | {"plateau_baseline": True})
 
@@ -763,12 +790,12 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
     rising = np.round(0.70 + 0.002 * np.array(steps) + noise_S_T, 3)
     rising[:, 7] += 0.03  # step 80: every seed lucky
     level = np.round(0.85 + noise_S_T, 3)
-    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    comp = Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
     pods = _tidy_arm("a", "pods", 16, 4, [[0.95] * 10] * 4, [steps] * 4)
     rows = {}
     for name, base in (("rising", rising), ("level", level)):
         curves = pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base.tolist(), [steps] * 4) + pods)
-        rows[name] = A.speedup_table(curves, [comp]).iloc[0]
+        rows[name] = speedup_table(curves, [comp]).iloc[0]
         assert rows[name]["peak_at_baseline"] == 100.0
     r, f = rows["rising"], rows["level"]
     assert r["late_gain_baseline_ci_low"] < 0 < r["late_gain_baseline_ci_high"]
@@ -779,11 +806,12 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
     assert 0.06 < r["trend_baseline_ci_low"] <= r["trend_baseline"] <= r["trend_baseline_ci_high"] < 0.10
     assert f["trend_baseline_ci_low"] < 0 < f["trend_baseline_ci_high"]
     assert f["late_gain_baseline_ci_low"] < 0 < f["late_gain_baseline_ci_high"]
-    A.write_table(pd.DataFrame([r]), tmp_path / "t")
+    write_table(pd.DataFrame([r]), tmp_path / "t")
     assert "2nd-half trend +8.3 [+6." in (tmp_path / "t.md").read_text()
     # a plateau row shows its trend too, without a late gain; one seed: no interval; fewer than three
     # evaluations in the second half: no trend
-    from pods.speedup import _plateau_cell, baseline_trend
+    from pods.analysis.plateau import baseline_trend
+    from pods.analysis.speedups import _plateau_cell
 
     cell = _plateau_cell(f.to_dict() | {"plateau_baseline": True})
     assert "late gain" not in cell
@@ -797,7 +825,7 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
 
 def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_the_cost_model():
     """released_logs: none: (a), (e), (f) take the released s/step PAPER.md states, the others the cost model."""
-    from pods.speedup import paper_seconds_per_step
+    from pods.analysis.speedups import paper_seconds_per_step
 
     # (a): the n sweep's 16/16 and 64/16 values on 1 L40S (PAPER.md §4), as the released logs give them.
     base, pods_, source = paper_seconds_per_step("a", None)
@@ -831,18 +859,18 @@ def test_plateau_share_is_the_argmax_criterion_over_seed_resamples(tmp_path):
     curves = pd.DataFrame(
         _tidy_arm("a", "grpo", 4, 4, base, steps) + _tidy_arm("a", "pods", 16, 4, [[0.9] * 5] * 2, steps)
     )
-    comp = A.Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
-    row = A.speedup_table(curves, [comp], n_boot=4000).iloc[0]
+    comp = Comparison("a", "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0)
+    row = speedup_table(curves, [comp], n_boot=4000).iloc[0]
     assert not row["plateau_baseline"]
     assert row["p_plateau_baseline"] == pytest.approx(0.25, abs=0.03)
-    A.write_table(pd.DataFrame([row]), tmp_path / "t")
+    write_table(pd.DataFrame([row]), tmp_path / "t")
     assert re.search(
         r"50 of 50 \(1\.00, no plateau, 2[4-6]% of resamples peak before 80%;", (tmp_path / "t.md").read_text()
     )
     # one seed: a resample is that seed, no share, and the cell says nothing of resamples
-    one = A.baseline_plateau_share(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base[:1], steps[:1])))
+    one = baseline_plateau_share(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base[:1], steps[:1])))
     assert math.isnan(one["p_plateau_baseline"])
-    from pods.speedup import _plateau_cell
+    from pods.analysis.speedups import _plateau_cell
 
     assert "resamples" not in _plateau_cell(row.to_dict() | {"p_plateau_baseline": math.nan})
 
@@ -853,13 +881,14 @@ def test_cli_plateau_judges_every_arm_and_one_arm_alone(tmp_path, capsys):
     root = fake_tree(tmp_path / "runs")
     tables = tmp_path / "tables"
     assert (
-        A.main(
+        analysis_main(
             ["collect", "--runs", str(root), "--out-dir", str(tables), "--sheet", str(fake_sheet(tmp_path / "s.tsv"))]
         )
         == 0
     )
     assert (
-        A.main(["plateau", "--curves", str(tables / "curves.csv"), "--out-dir", str(tables), "--n-boot", "2000"]) == 0
+        analysis_main(["plateau", "--curves", str(tables / "curves.csv"), "--out-dir", str(tables), "--n-boot", "2000"])
+        == 0
     )
     table = pd.read_csv(tables / "plateau.csv")
     assert len(table) == 7  # every arm: a_toy's five, e_toy's two
@@ -879,21 +908,22 @@ def test_cli_plateau_judges_every_arm_and_one_arm_alone(tmp_path, capsys):
     # one arm alone, from its run directories: no PODS arm needed
     alone = sorted(str(p.parent) for p in root.rglob("summary.json") if "a_toy/sel~max_variance_n~4_m~4/" in str(p))
     out = tmp_path / "alone"
-    assert A.main(["plateau", "--run-dirs", *alone, "--out-dir", str(out), "--n-boot", "2000"]) == 0
+    assert analysis_main(["plateau", "--run-dirs", *alone, "--out-dir", str(out), "--n-boot", "2000"]) == 0
     only = pd.read_csv(out / "plateau.csv")
     assert len(only) == 1
     assert only["p_plateau"].iloc[0] == pytest.approx(grpo["p_plateau"])
     assert "80.0%" in capsys.readouterr().out
     # a folder that is not a run: a clear error, exit 2
-    assert A.main(["plateau", "--run-dirs", str(tmp_path), "--out-dir", str(out)]) == 2
+    assert analysis_main(["plateau", "--run-dirs", str(tmp_path), "--out-dir", str(out)]) == 2
     assert "is not a run directory" in capsys.readouterr().err
 
 
 def test_cli_plateau_names_the_metrics_it_has_when_asked_for_one_it_lacks(tmp_path, capsys):
     tables = tmp_path / "tables"
-    assert A.main(["collect", "--runs", str(fake_tree(tmp_path / "runs")), "--out-dir", str(tables)]) == 0
+    assert analysis_main(["collect", "--runs", str(fake_tree(tmp_path / "runs")), "--out-dir", str(tables)]) == 0
     assert (
-        A.main(["plateau", "--curves", str(tables / "curves.csv"), "--out-dir", str(tables), "--metric", "bleu"]) == 2
+        analysis_main(["plateau", "--curves", str(tables / "curves.csv"), "--out-dir", str(tables), "--metric", "bleu"])
+        == 2
     )
     err = capsys.readouterr().err
     assert "no rows of metric 'bleu'" in err

@@ -15,7 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods import analysis as A
+from pods.analysis.cli import main as analysis_main
+from pods.analysis.collect import _collect, load_runs
+from pods.analysis.released import read_released
+from pods.analysis.speedups import Comparison, released_comparisons, speedup_table
+from pods.analysis.tidy import AnalysisInputError, read_curves
 
 
 def _helpers():
@@ -49,8 +53,8 @@ def released_dir(root: Path, pods_scale: float = 1.0, runs: int = 2) -> Path:
 
 
 def test_small_released_folder_is_analysed(tmp_path):
-    curves, _ = A.read_released(released_dir(tmp_path / "rel"))
-    table = A.speedup_table(curves, A.released_comparisons(), n_boot=50)
+    curves, _ = read_released(released_dir(tmp_path / "rel"))
+    table = speedup_table(curves, released_comparisons(), n_boot=50)
     assert table["setting"].tolist() == ["a"]
     assert table["speedup"].tolist() == [3.0]  # GRPO reaches 0.99 x 0.8 at 1.5 h, PODS at 0.5 h
 
@@ -58,33 +62,33 @@ def test_small_released_folder_is_analysed(tmp_path):
 def test_released_accuracy_in_percent_is_refused(tmp_path):
     # One run logged in percent would silently change the speed-up; refuse it and name the file.
     folder = released_dir(tmp_path / "rel", pods_scale=100.0)
-    with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-64-16-Run1\.json.*ans_acc.*\[0, 1\]"):
-        A.read_released(folder)
+    with pytest.raises(AnalysisInputError, match=r"Instruct-GSM8K-512-64-16-Run1\.json.*ans_acc.*\[0, 1\]"):
+        read_released(folder)
 
 
 def test_collect_refuses_accuracies_out_of_range(tmp_path):
     for bad in (7.5, -2.0):
         root = tmp_path / f"runs{bad}"
         H.write_run(root, "a_x", 4, 4, 0, [0.1, bad, 0.3])
-        with pytest.raises(A.AnalysisInputError, match=r"eval\.jsonl line 2: accuracy=.*not in \[0, 1\]"):
-            A.load_runs(root)
+        with pytest.raises(AnalysisInputError, match=r"eval\.jsonl line 2: accuracy=.*not in \[0, 1\]"):
+            load_runs(root)
 
 
 def test_broken_released_json_names_the_file(tmp_path):
     folder = released_dir(tmp_path / "rel")
     (folder / "Instruct-GSM8K-512-16-16-Run2.json").write_text('{"checkpoint-100": {"gsm8k": ')
-    with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*not valid JSON"):
-        A.read_released(folder)
+    with pytest.raises(AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*not valid JSON"):
+        read_released(folder)
 
 
 def test_wrongly_shaped_released_json_names_the_file(tmp_path):
     folder = released_dir(tmp_path / "rel")
     (folder / "Instruct-GSM8K-512-16-16-Run2.json").write_text(json.dumps([0.1, 0.2]))
-    with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*checkpoint"):
-        A.read_released(folder)
+    with pytest.raises(AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*checkpoint"):
+        read_released(folder)
     (folder / "Instruct-GSM8K-512-16-16-Run2.json").write_text(json.dumps({"checkpoint-100": {"gsm8k": 0.5}}))
-    with pytest.raises(A.AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*checkpoint-100.*gsm8k"):
-        A.read_released(folder)
+    with pytest.raises(AnalysisInputError, match=r"Instruct-GSM8K-512-16-16-Run2\.json.*checkpoint-100.*gsm8k"):
+        read_released(folder)
 
 
 def test_broken_wandb_csv_names_the_file_and_row(tmp_path):
@@ -94,28 +98,28 @@ def test_broken_wandb_csv_names_the_file_and_row(tmp_path):
     key = "eval/rewards/accuracy_reward/mean"
     (folder / "h100s-acc.csv").write_text(head.format(key) + "0,0,0.5\n120,4,zero point six\n")
     (folder / "h100s-length.csv").write_text(head.format("eval/completions/mean_length") + "0,0,200\n120,4,210\n")
-    with pytest.raises(A.AnalysisInputError, match=r"h100s-acc\.csv row 3.*zero point six"):
-        A.read_released(folder)
+    with pytest.raises(AnalysisInputError, match=r"h100s-acc\.csv row 3.*zero point six"):
+        read_released(folder)
 
 
 def test_broken_run_config_and_eval_rows_name_the_file(tmp_path):
     d = H.write_run(tmp_path / "r1", "a_x", 4, 4, 0, [0.1, 0.2])
     (d / "config.json").write_text("{not json")
-    with pytest.raises(A.AnalysisInputError, match=r"config\.json.*not valid JSON"):
-        A.load_runs(tmp_path / "r1")
+    with pytest.raises(AnalysisInputError, match=r"config\.json.*not valid JSON"):
+        load_runs(tmp_path / "r1")
     d = H.write_run(tmp_path / "r2", "a_x", 4, 4, 0, [0.1, 0.2])
     (d / "eval.jsonl").write_text('{"step": 1, "time_s": 3.0, "accuracy": 0.5}\n{"step": 2}\n')
-    with pytest.raises(A.AnalysisInputError, match=r"eval\.jsonl line 1.*dataset"):
-        A.load_runs(tmp_path / "r2")
+    with pytest.raises(AnalysisInputError, match=r"eval\.jsonl line 1.*dataset"):
+        load_runs(tmp_path / "r2")
 
 
 def test_two_runs_of_the_same_arm_and_seed_are_refused_not_averaged(tmp_path):
     a = H.write_run(tmp_path / "one", "a_x", 4, 4, 0, [0.1, 0.2])
     b = H.write_run(tmp_path / "two", "a_x", 4, 4, 0, [0.3, 0.9, 0.9])  # e.g. a longer budget of the same seed
     H.write_run(tmp_path / "one", "a_x", 4, 4, 1, [0.1, 0.2])  # another seed: fine
-    A.load_runs(tmp_path / "one")
-    with pytest.raises(A.AnalysisInputError, match=rf"{a} and {b} are the same arm and seed.*'seed': 0"):
-        A._collect(None, run_dirs=[a, b])
+    load_runs(tmp_path / "one")
+    with pytest.raises(AnalysisInputError, match=rf"{a} and {b} are the same arm and seed.*'seed': 0"):
+        _collect(None, run_dirs=[a, b])
 
 
 @pytest.mark.parametrize(
@@ -132,7 +136,7 @@ def test_two_runs_of_the_same_arm_and_seed_are_refused_not_averaged(tmp_path):
 )
 def test_nonsense_threshold_or_resample_count_is_a_usage_error(tmp_path, capsys, option, value, why):
     with pytest.raises(SystemExit) as exit_:
-        A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path), option, value])
+        analysis_main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path), option, value])
     assert exit_.value.code == 2
     assert re.search(why, capsys.readouterr().err)
 
@@ -140,13 +144,13 @@ def test_nonsense_threshold_or_resample_count_is_a_usage_error(tmp_path, capsys,
 def test_curves_csv_out_of_range_names_the_row(tmp_path):
     root = H.fake_tree(tmp_path / "runs")
     out = tmp_path / "tables"
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out)]) == 0
     curves = pd.read_csv(out / "curves.csv")
     curves.loc[5, "value"] = 3.0
     curves.loc[5, "metric"] = "accuracy"
     curves.to_csv(out / "curves.csv", index=False)
-    with pytest.raises(A.AnalysisInputError, match=r"curves\.csv row 7: accuracy=3\.0 is not in \[0, 1\]"):
-        A.read_curves(out / "curves.csv")
+    with pytest.raises(AnalysisInputError, match=r"curves\.csv row 7: accuracy=3\.0 is not in \[0, 1\]"):
+        read_curves(out / "curves.csv")
 
 
 def test_a_missing_arm_is_refused_naming_the_setting_and_the_arm(tmp_path, capsys):
@@ -157,25 +161,28 @@ def test_a_missing_arm_is_refused_naming_the_setting_and_the_arm(tmp_path, capsy
         d.rmdir()
     out = tmp_path / "tables"
     sheet = H.fake_sheet(tmp_path / "runs.tsv")
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
-    assert A.main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"]) == 2
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
+    assert (
+        analysis_main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "setting e" in err
     assert "pods" in err
     # An explicit comparison whose PODS runs are absent is refused too (no silent drop).
-    curves = A.read_curves(out / "curves.csv")
-    comp = A.Comparison("e", "gsm8k", "accuracy", {"arm": "grpo_ga"}, {"arm": "pods", "n": 16}, None)
-    with pytest.raises(A.AnalysisInputError, match=r"setting e.*PODS arm .*pods n=16"):
-        A.speedup_table(curves, [comp], n_boot=20)
+    curves = read_curves(out / "curves.csv")
+    comp = Comparison("e", "gsm8k", "accuracy", {"arm": "grpo_ga"}, {"arm": "pods", "n": 16}, None)
+    with pytest.raises(AnalysisInputError, match=r"setting e.*PODS arm .*pods n=16"):
+        speedup_table(curves, [comp], n_boot=20)
 
 
 def test_released_folder_missing_an_arm_is_refused(tmp_path):
     folder = released_dir(tmp_path / "rel")
     for f in folder.glob("Instruct-GSM8K-512-64-16-*.json"):
         f.unlink()
-    curves, _ = A.read_released(folder)
-    with pytest.raises(A.AnalysisInputError, match=r"setting a.*PODS arm"):
-        A.speedup_table(curves, A.released_comparisons(), n_boot=20)
+    curves, _ = read_released(folder)
+    with pytest.raises(AnalysisInputError, match=r"setting a.*PODS arm"):
+        speedup_table(curves, released_comparisons(), n_boot=20)
 
 
 def test_one_seed_prints_no_interval(tmp_path):
@@ -184,8 +191,11 @@ def test_one_seed_prints_no_interval(tmp_path):
     H.write_run(root, "a_x", 16, 4, 0, [0.2, 0.8, 0.82, 0.83, 0.84])
     sheet = H.fake_sheet(tmp_path / "runs.tsv")
     out = tmp_path / "tables"
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
-    assert A.main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
+    assert (
+        analysis_main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"])
+        == 0
+    )
     table = pd.read_csv(out / "time_to_peak.csv")
     assert table["ci_low"].isna().all()
     assert table["ci_high"].isna().all()
@@ -198,28 +208,30 @@ def test_wrongly_shaped_tables_name_the_file(tmp_path, capsys):
     root = H.fake_tree(tmp_path / "runs")
     out = tmp_path / "tables"
     sheet = H.fake_sheet(tmp_path / "runs.tsv")
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     # a steps table without its `steps` column
     pd.read_csv(out / "steps.csv").drop(columns="steps").to_csv(tmp_path / "bad_steps.csv", index=False)
     args = ["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"]
-    assert A.main([*args, "--steps", str(tmp_path / "bad_steps.csv")]) == 2
+    assert analysis_main([*args, "--steps", str(tmp_path / "bad_steps.csv")]) == 2
     assert "bad_steps.csv" in capsys.readouterr().err
     # a curves table whose seed column holds text
     curves = pd.read_csv(out / "curves.csv")
     curves["seed"] = curves["seed"].astype(object)
     curves.loc[3, "seed"] = "three"
     curves.to_csv(tmp_path / "bad_curves.csv", index=False)
-    with pytest.raises(A.AnalysisInputError, match=r"bad_curves\.csv row 5: seed='three' is not a number"):
-        A.read_curves(tmp_path / "bad_curves.csv")
+    with pytest.raises(AnalysisInputError, match=r"bad_curves\.csv row 5: seed='three' is not a number"):
+        read_curves(tmp_path / "bad_curves.csv")
     # not a CSV at all
     (tmp_path / "binary.csv").write_bytes(b'"a,b\n\x00\x01"\n"')
-    with pytest.raises(A.AnalysisInputError, match=r"binary\.csv"):
-        A.read_curves(tmp_path / "binary.csv")
+    with pytest.raises(AnalysisInputError, match=r"binary\.csv"):
+        read_curves(tmp_path / "binary.csv")
 
 
 def test_abbreviated_options_are_refused_not_guessed(tmp_path, capsys):
     # argparse's prefix matching read `pods bench select --m 0` as --max-n 0; every parser now refuses it.
     with pytest.raises(SystemExit) as exit_:
-        A.main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path), "--thresh", "0.9"])
+        analysis_main(
+            ["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path), "--thresh", "0.9"]
+        )
     assert exit_.value.code == 2
     assert "unrecognized arguments: --thresh" in capsys.readouterr().err

@@ -337,12 +337,12 @@ def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
     from the released logs' steps.csv (a workflow output) and here from PAPER.md's stated s/step."""
     import pandas as pd
 
-    from pods import analysis
+    from pods.analysis.cli import main as analysis_main
 
     res = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     for steps, table in (("steps", "time_to_peak"), ("steps_alone", "time_to_peak_alone")):
         out = tmp_path / steps
-        analysis.main(["time-to-peak", "--curves", str(res / "gpu_h100_tiny_curves.csv"),
+        analysis_main(["time-to-peak", "--curves", str(res / "gpu_h100_tiny_curves.csv"),
                        "--steps", str(res / f"gpu_h100_tiny_{steps}.csv"), "--out-dir", str(out)])  # fmt: skip
         _assert_table_equal_but_paper_hw(out / "time_to_peak.csv", res / f"gpu_h100_tiny_{table}.csv")
     steps = pd.read_csv(res / "gpu_h100_tiny_steps.csv")
@@ -357,12 +357,12 @@ def test_committed_gpu_tag_token_tables_recompute_from_their_curves(tmp_path):
     curves and steps: every number but the paper-hardware columns (there from the released logs' steps.csv)."""
     import pandas as pd
 
-    from pods import analysis
+    from pods.analysis.cli import main as analysis_main
 
     res = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     curves, steps = str(res / "gpu_h100_tt_curves.csv"), str(res / "gpu_h100_tt_steps.csv")
     for cmd, extra in (("time-to-peak", ["--steps", steps]), ("levels", []), ("plateau", [])):
-        analysis.main([cmd, "--curves", curves, *extra, "--out-dir", str(tmp_path / cmd)])
+        analysis_main([cmd, "--curves", curves, *extra, "--out-dir", str(tmp_path / cmd)])
         table = cmd.replace("-", "_")
         _assert_table_equal_but_paper_hw(tmp_path / cmd / f"{table}.csv", res / f"gpu_h100_tt_{table}.csv")
     runs = pd.read_csv(steps)

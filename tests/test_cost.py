@@ -1,4 +1,4 @@
-"""pods.cost: the paper scale's GPU-hours from the run sheet, the seeds and the budgets, and the README
+"""pods.analysis.cost: the paper scale's GPU-hours from the run sheet, the seeds and the budgets, and the README
 table that `pods cost` generates (issue 12 item 6)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pods import cli, cost
+from pods import cli
+from pods.analysis import cost
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pods import analysis as A
+from pods.analysis.cli import main as analysis_main
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "figures"
@@ -33,7 +33,7 @@ def released_tables(tmp_path_factory):
     if not RELEASED.is_dir():
         pytest.skip(f"authors' released logs not found at {RELEASED} (../shared/reference)")
     out = tmp_path_factory.mktemp("released")
-    assert A.main(["released", "--logs", str(RELEASED), "--out-dir", str(out), "--n-boot", "20"]) == 0
+    assert analysis_main(["released", "--logs", str(RELEASED), "--out-dir", str(out), "--n-boot", "20"]) == 0
     return out
 
 
@@ -43,7 +43,7 @@ def fake_tables(tmp_path_factory, analysis_helpers):
     root = helpers.fake_tree(tmp_path_factory.mktemp("runs"))
     out = tmp_path_factory.mktemp("tables")
     sheet = helpers.fake_sheet(out / "runs.tsv")
-    assert A.main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
+    assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     return out
 
 
@@ -110,7 +110,7 @@ def tiny_tables(tmp_path_factory, analysis_helpers):
         "--letters",
         "tiny_a=a,tiny_b=b",
     ]
-    assert A.main(args) == 0
+    assert analysis_main(args) == 0
     return out
 
 
@@ -183,7 +183,7 @@ def test_ablation_figures_compare_arms_over_the_shortest_arms_span(
     ]
     sheet.write_text("setting\trule\tn\tm\textra\trole\tseeds\tfigures\tnote\n" + "\n".join(rows) + "\n")
     args = ["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet), "--letters", "tiny_a=a"]
-    assert A.main(args) == 0
+    assert analysis_main(args) == 0
     curves = str(out / "curves.csv")
     fig, _ = _drawn(monkeypatch, "fig_4_sweeps", "--curves", curves, "--x", "steps", out=tmp_path / "f4.pdf")
     n_sweep = next(ax for ax in fig.axes if ax.get_title().startswith("(a) n sweep"))

@@ -1,4 +1,4 @@
-"""pods.gradsignal and `pods analysis signal`: the share of steps whose trained rollouts all got one reward."""
+"""pods.analysis.gradsignal and `pods analysis signal`: the share of steps whose trained rollouts all got one reward."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods import analysis as A
-from pods.gradsignal import _per_run_shares
+from pods.analysis.cli import main as analysis_main
+from pods.analysis.gradsignal import _per_run_shares
 
 
 def write_run(root: Path, n: int, m: int, seed: int, kept: list[float], generated: list[float], rule="max_variance"):
@@ -62,13 +62,16 @@ def curves(tmp_path) -> Path:
         write_run(runs, 16, 4, seed, [1] * 8, [0, 0, 0, 0, 0, 0, 1, 1], rule="max_reward")
     out = tmp_path / "tables"
     assert (
-        A.main(["collect", "--runs", str(runs), "--sheet", str(sheet(tmp_path / "s.tsv")), "--out-dir", str(out)]) == 0
+        analysis_main(
+            ["collect", "--runs", str(runs), "--sheet", str(sheet(tmp_path / "s.tsv")), "--out-dir", str(out)]
+        )
+        == 0
     )
     return out / "curves.csv"
 
 
 def test_signal_table_shares_quarters_and_generated_ties(curves, tmp_path, capsys):
-    assert A.main(["signal", "--curves", str(curves), "--out-dir", str(tmp_path / "t")]) == 0
+    assert analysis_main(["signal", "--curves", str(curves), "--out-dir", str(tmp_path / "t")]) == 0
     df = pd.read_csv(tmp_path / "t" / "signal.csv").set_index(["n", "rule"])
     grpo, pods, maxr = df.loc[(4, "max_variance")], df.loc[(16, "max_variance")], df.loc[(16, "max_reward")]
     assert (grpo["seeds"], grpo["steps"], grpo["role"]) == (2, 8, "baseline")
@@ -87,7 +90,9 @@ def test_signal_table_shares_quarters_and_generated_ties(curves, tmp_path, capsy
 
 
 def test_signal_until_step_reads_the_runs_as_if_they_had_stopped_there(curves, tmp_path):
-    assert A.main(["signal", "--curves", str(curves), "--out-dir", str(tmp_path / "t"), "--until-step", "4"]) == 0
+    assert (
+        analysis_main(["signal", "--curves", str(curves), "--out-dir", str(tmp_path / "t"), "--until-step", "4"]) == 0
+    )
     df = pd.read_csv(tmp_path / "t" / "signal.csv").set_index(["n", "rule"])
     assert df.loc[(4, "max_variance"), "steps"] == 4
     assert df.loc[(4, "max_variance"), "kept_zero_share"] == pytest.approx(0.5)  # seed 0: 2 of 4, seed 1: 2 of 4
@@ -106,7 +111,7 @@ def test_signal_without_per_step_rows_is_an_input_error(curves, tmp_path, capsys
     """Curves collected from runs that logged no reward spread (or the released logs'): exit 2, saying why."""
     frame = pd.read_csv(curves)
     frame[frame["dataset"] != "train"].to_csv(tmp_path / "no_train.csv", index=False)
-    assert A.main(["signal", "--curves", str(tmp_path / "no_train.csv"), "--out-dir", str(tmp_path / "t")]) == 2
+    assert analysis_main(["signal", "--curves", str(tmp_path / "no_train.csv"), "--out-dir", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
     assert "kept_frac_zero_std" in err
     assert "collect" in err
@@ -124,9 +129,9 @@ def _signal_rows(n: int, shares_by_seed: list[float]) -> list[dict]:
 
 
 def test_an_arm_s_interval_does_not_depend_on_which_other_arms_the_table_holds():
-    """Each arm is resampled by its own generator (pods.tidy.arm_rng): an arm sorted before it (n = 8 before
+    """Each arm is resampled by its own generator (pods.analysis.tidy.arm_rng): an arm sorted before it (n = 8 before
     n = 16) does not shift its interval, and the same shares under another arm's key get other draws."""
-    from pods.gradsignal import signal_table
+    from pods.analysis.gradsignal import signal_table
 
     shares = [0.05, 0.1, 0.2, 0.3, 0.35, 0.5, 0.6, 0.9]
     alone = signal_table(pd.DataFrame(_signal_rows(16, shares)), n_boot=300).iloc[0]
@@ -141,7 +146,7 @@ def test_an_arm_s_interval_does_not_depend_on_which_other_arms_the_table_holds()
 def test_arm_rng_is_keyed_by_the_configuration_not_its_number_type():
     import numpy as np
 
-    from pods.tidy import arm_rng
+    from pods.analysis.tidy import arm_rng
 
     def draws(*key):
         return arm_rng(0, *key).integers(0, 1000, 5).tolist()

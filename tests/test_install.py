@@ -84,7 +84,7 @@ def test_the_wheel_ships_code_data_and_no_repository_files(installed):
     assert "pods/bench/bench_memory.py" in names
     assert "pods/experiments/tiny_a.yaml" in names
     assert "pods/experiments/accelerate/zero2_8gpu.yaml" in names
-    assert {"pods/sheets/runs.tsv", "pods/sheets/runs_tiny.tsv", "pods/released_logs.sha256"} <= names
+    assert {"pods/sheets/runs.tsv", "pods/sheets/runs_tiny.tsv", "pods/analysis/released_logs.sha256"} <= names
     assert not [n for n in names if n.startswith(("tests/", "results/", "resources/", "benchmarks/"))]
 
 

@@ -1,4 +1,4 @@
-"""Tests of pods.levels: the speed-up at fixed accuracy levels, and its `levels` command."""
+"""Tests of pods.analysis.levels: the speed-up at fixed accuracy levels, and its `levels` command."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pods import analysis as A
-from pods.levels import level_speedups, level_table
+from pods.analysis.cli import main as analysis_main
+from pods.analysis.levels import level_speedups, level_table
+from pods.analysis.speedups import speedup_table
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ def test_a_level_both_arms_reach_gets_the_same_row_from_a_longer_run(helpers):
     cols = ["t_baseline", "t_pods", "speedup", "ci_low", "ci_high"]
     pd.testing.assert_frame_equal(t_long.loc["level"].loc[reached.index, cols], reached[cols])
     assert np.isfinite(t_long.loc["level"]["speedup"]).sum() > len(reached)  # the long run reaches more
-    tp_long, tp_short = (A.speedup_table(d, n_boot=200).iloc[0] for d in (long, short))
+    tp_long, tp_short = (speedup_table(d, n_boot=200).iloc[0] for d in (long, short))
     assert tp_long["target"] != tp_short["target"]  # the time-to-peak target moved with the budget
 
 
@@ -128,7 +129,7 @@ def test_cli_levels_writes_the_table_and_refuses_bad_input(helpers, tmp_path, ca
     root = helpers.fake_tree(tmp_path / "runs")
     tables = tmp_path / "tables"
     assert (
-        A.main(
+        analysis_main(
             [
                 "collect",
                 "--runs",
@@ -142,7 +143,7 @@ def test_cli_levels_writes_the_table_and_refuses_bad_input(helpers, tmp_path, ca
         == 0
     )
     curves = str(tables / "curves.csv")
-    assert A.main(["levels", "--curves", curves, "--out-dir", str(tables), "--n-boot", "200"]) == 0
+    assert analysis_main(["levels", "--curves", curves, "--out-dir", str(tables), "--n-boot", "200"]) == 0
     table = pd.read_csv(tables / "levels.csv")
     assert set(table["setting"]) == {"a", "e"}
     assert (table.groupby("setting")["kind"].count() == 6).all()
@@ -150,19 +151,20 @@ def test_cli_levels_writes_the_table_and_refuses_bad_input(helpers, tmp_path, ca
     assert "(1.00 of rise)" in md
     assert "pooled (" in md
     assert (
-        A.main(["levels", "--curves", curves, "--out-dir", str(tables), "--levels", "0.6,0.7", "--setting", "a"]) == 0
+        analysis_main(["levels", "--curves", curves, "--out-dir", str(tables), "--levels", "0.6,0.7", "--setting", "a"])
+        == 0
     )
     table = pd.read_csv(tables / "levels.csv")
     assert set(table["setting"]) == {"a"}
     assert table["level"].dropna().tolist() == [0.6, 0.7]
     capsys.readouterr()
-    assert A.main(["levels", "--curves", curves, "--out-dir", str(tables), "--setting", "z"]) == 2
+    assert analysis_main(["levels", "--curves", curves, "--out-dir", str(tables), "--setting", "z"]) == 2
     assert "no setting among settings z has both a baseline and a PODS arm" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        A.main(["levels", "--curves", curves, "--out-dir", str(tables), "--levels", "0.6,high"])
+        analysis_main(["levels", "--curves", curves, "--out-dir", str(tables), "--levels", "0.6,high"])
     assert exc.value.code == 2
     assert "is not a comma-separated list of numbers" in capsys.readouterr().err
-    assert A.main(["levels", "--curves", str(tmp_path / "nope.csv"), "--out-dir", str(tables)]) == 2
+    assert analysis_main(["levels", "--curves", str(tmp_path / "nope.csv"), "--out-dir", str(tables)]) == 2
     assert "is missing or empty" in capsys.readouterr().err
 
 

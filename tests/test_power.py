@@ -1,4 +1,4 @@
-"""Tests of pods.power: the projected width of speed-up (i)'s interval with N seeds per arm (`analysis seeds`)."""
+"""Tests of pods.analysis.power: the projected width of speed-up (i)'s interval with N seeds per arm (`analysis seeds`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pods import analysis as A
-from pods.power import seed_projection
+from pods.analysis.cli import main as analysis_main
+from pods.analysis.power import seed_projection
 
 STEPS = list(range(25, 625, 25))  # 24 evaluations, as the tiny (a) main arms
 
@@ -87,29 +87,29 @@ def test_cli_seeds_writes_the_tables_and_says_which_width_is_reached(helpers, tm
     pd.concat([_curves(helpers), one_seed]).to_csv(curves, index=False)
     out = tmp_path / "tables"
     args = ["seeds", "--curves", str(curves), "--out-dir", str(out), "--seeds", "8,64", "--sims", "500"]
-    assert A.main(args + ["--n-boot", "200"]) == 0
+    assert analysis_main(args + ["--n-boot", "200"]) == 0
     table = pd.read_csv(out / "seeds.csv")
     assert table["seeds_per_arm"].tolist() == [8, 64]
     assert set(table["setting"]) == {"a"}
     assert "(a): width <= 1" in (out / "seeds.md").read_text()
-    assert A.main(args + ["--width", "50"]) == 0
+    assert analysis_main(args + ["--width", "50"]) == 0
     assert "(a): width <= 50 from 8 seeds per arm" in (out / "seeds.md").read_text()
-    assert A.main(args + ["--width", "0.001"]) == 0
+    assert analysis_main(args + ["--width", "0.001"]) == 0
     assert "(a): width <= 0.001 not reached with up to 64 seeds per arm" in (out / "seeds.md").read_text()
     capsys.readouterr()
-    assert A.main(args + ["--setting", "e"]) == 2
+    assert analysis_main(args + ["--setting", "e"]) == 2
     assert "no setting with both a baseline and a PODS arm among e" in capsys.readouterr().err
-    assert A.main(args + ["--setting", "c"]) == 2
+    assert analysis_main(args + ["--setting", "c"]) == 2
     assert "setting c: an arm has one seed" in capsys.readouterr().err
     for bad in ("0", "8,2.5", "8,x"):
         with pytest.raises(SystemExit) as exc:
-            A.main(["seeds", "--curves", str(curves), "--out-dir", str(out), "--seeds", bad])
+            analysis_main(["seeds", "--curves", str(curves), "--out-dir", str(out), "--seeds", bad])
         assert exc.value.code == 2
     assert "whole numbers >= 2" in capsys.readouterr().err
     # nothing projectable and no setting named (the workflow at one seed per arm): a table that says so
     one_only = tmp_path / "one.csv"
     one_seed.to_csv(one_only, index=False)
-    assert A.main(["seeds", "--curves", str(one_only), "--out-dir", str(tmp_path / "one")]) == 0
+    assert analysis_main(["seeds", "--curves", str(one_only), "--out-dir", str(tmp_path / "one")]) == 0
     assert (tmp_path / "one" / "seeds.md").read_text().startswith("No setting could be projected")
-    assert A.main(["seeds", "--curves", str(tmp_path / "nope.csv"), "--out-dir", str(out)]) == 2
+    assert analysis_main(["seeds", "--curves", str(tmp_path / "nope.csv"), "--out-dir", str(out)]) == 2
     assert "is missing or empty" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""pods.released_logs: the committed SHA-256 manifest of the authors' released logs, verification of a
+"""pods.analysis.released_logs: the committed SHA-256 manifest of the authors' released logs, verification of a
 local copy, and the download of the pinned release (offline: a file:// tarball and an unreachable host).
 
 Issue 12 item 4: the README's released-logs command downloads the pinned release by default, verified
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pods import released_logs as R
+from pods.analysis import released_logs as R
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"

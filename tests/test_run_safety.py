@@ -117,15 +117,15 @@ def test_cut_metrics_of_a_finished_run_is_named(finished_run, tiny_overrides, tm
 
 def test_collect_refuses_a_finished_run_with_a_cut_metrics_log(finished_run, tmp_path, capsys):
     """`collect` used to exit 0 with 11 of 24 steps of a cut metrics.jsonl (issue 13, item 5)."""
-    from pods import analysis
+    from pods.analysis.cli import main as analysis_main
 
     run = _copy(finished_run, tmp_path / "runs" / "tiny_a" / "sel~x" / "seed~0")
     out = tmp_path / "tables"
-    assert analysis.main(["collect", "--run-dirs", str(run), "--out-dir", str(out)]) == 0  # intact: fine
+    assert analysis_main(["collect", "--run-dirs", str(run), "--out-dir", str(out)]) == 0  # intact: fine
     lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
     (run / "metrics.jsonl").write_text("".join(lines[: len(lines) // 2]))
     capsys.readouterr()
-    assert analysis.main(["collect", "--run-dirs", str(run), "--out-dir", str(out)]) == 2
+    assert analysis_main(["collect", "--run-dirs", str(run), "--out-dir", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"{run / 'metrics.jsonl'} is damaged" in err
 

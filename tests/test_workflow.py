@@ -428,11 +428,11 @@ def test_released_logs_default_to_the_verified_download(workdir):
     """No released_logs: the pinned tarball is downloaded (and verified) before the re-analysis."""
     out = dry_run(workdir, "tiny", "results/released/time_to_peak.csv")
     assert job_counts(out) == {"download_released": 1, "released_time_to_peak": 1}
-    download = shell_command(out, "pods.released_logs download")
+    download = shell_command(out, "pods.analysis.released_logs download")
     assert "https://github.com/YixuanEvenXu/pods/archive/187f43b648f69385103029c2dd0934521e17bb71.tar.gz" in download
-    assert "--manifest pods/released_logs.sha256" in download
+    assert "--manifest pods/analysis/released_logs.sha256" in download
     analysis = shell_command(out, "pods.analysis released")
-    assert analysis.startswith("python -m pods.released_logs verify resources/released/pods-187f43b/results")
+    assert analysis.startswith("python -m pods.analysis.released_logs verify resources/released/pods-187f43b/results")
 
 
 def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, dry_runs):
@@ -548,7 +548,8 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
         "sel~max_variance_n~8_m~8",
         "sel~max_variance_n~32_m~8",
     )
-    from pods import analysis as A
+    from pods.analysis.collect import load_runs
+    from pods.analysis.speedups import default_comparisons, speedup_table
 
     spec = importlib.util.spec_from_file_location("_pods_test_analysis", REPO / "tests" / "test_analysis.py")
     helpers = importlib.util.module_from_spec(spec)
@@ -557,11 +558,11 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
     for seed in (0, 1):
         helpers.write_run(root, "tiny_g", 8, 8, seed, [0.1, 0.3, 0.5, 0.6, 0.6], datasets=("arith_hard",))
         helpers.write_run(root, "tiny_g", 32, 8, seed, [0.1, 0.6, 0.6, 0.6, 0.6], datasets=("arith_hard",))
-    df = A.load_runs(root, sheet=sheet)
-    (comp,) = A.default_comparisons(df)
+    df = load_runs(root, sheet=sheet)
+    (comp,) = default_comparisons(df)
     assert (comp.setting, comp.metric, comp.dataset, comp.paper) == ("g", "accuracy", "arith_hard", 1.5)
     assert (comp.baseline["n"], comp.pods["n"]) == (8, 32)
-    assert A.speedup_table(df, n_boot=50)["speedup"].tolist() == [3.0]
+    assert speedup_table(df, n_boot=50)["speedup"].tolist() == [3.0]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")

@@ -3,7 +3,7 @@
 This module owns the file formats of the authors' results/ folder (github.com/YixuanEvenXu/pods,
 commit 187f43b): the per-run JSONs of the single-GPU settings and the wandb CSV exports of the
 multi-GPU ones, their names for datasets, metrics and rules, and how their evaluations map to our
-evaluation grid. The tables follow the contract of pods.tidy; the roles come from the paper sheet.
+evaluation grid. The tables follow the contract of pods.analysis.tidy; the roles come from the paper sheet.
 
 The authors' names map as ans_acc -> accuracy, for_acc -> format_accuracy, both_acc ->
 both_accuracy, lengths -> completion_len_mean, and their dataset math500 -> math (pods.data's
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
-from pods.tidy import (
+from pods.analysis.tidy import (
     CURVE_COLUMNS,
     FRACTION_METRICS,
     PAPER_SHEET,

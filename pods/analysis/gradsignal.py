@@ -15,7 +15,7 @@ has one. This table measures it per arm from what each step logged (metrics.json
 beside the training rollouts' lengths). Per arm: the share over the whole run (steps weighted equally), the
 share over each quarter of the span the arm's runs cover (the share grows as accuracy rises and more
 prompts are solved by every rollout), and a 95% percentile bootstrap interval over seeds for the whole-run
-share (each arm's resamples drawn from its own generator, `pods.tidy.arm_rng`).
+share (each arm's resamples drawn from its own generator, `pods.analysis.tidy.arm_rng`).
 
 Run:  python -m pods.analysis signal --curves results/tables/curves.csv --out-dir results/tables
 """
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.speedup import _interval, _label
-from pods.tidy import AnalysisInputError, arm_rng, boot_means
+from pods.analysis.curves import _interval, _label
+from pods.analysis.tidy import AnalysisInputError, arm_rng, boot_means
 
 SIGNAL_METRICS = ("kept_frac_zero_std", "frac_zero_std")
 """metrics.jsonl keys that `collect` writes into curves.csv (dataset "train") for this table."""
@@ -130,7 +130,7 @@ def write_signal_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
         "(metrics.jsonl `kept_frac_zero_std`), mean over seeds; by quarter: the same over each quarter of the "
         "steps the arm's runs cover; all n generated tied: the same over every generated rollout "
         "(`frac_zero_std`: no down-sampling rule could have given those a gradient; equal to the first for GRPO, "
-        "n = m). Interval: 95% percentile bootstrap over seeds (pods/gradsignal.py).",
+        "n = m). Interval: 95% percentile bootstrap over seeds (pods/analysis/gradsignal.py).",
         "",
     ]
     md.write_text("\n".join(lines))

@@ -1,6 +1,6 @@
 """Speed-up at fixed accuracy levels: the steps each arm's mean curve needs to first reach a level.
 
-Time-to-peak (pods.speedup) asks when each arm first reaches 0.99 x the baseline's peak, so its
+Time-to-peak (pods.analysis.speedups) asks when each arm first reaches 0.99 x the baseline's peak, so its
 answer moves with the budget whenever the baseline is still rising at the end of its run: the tiny
 (a) steps speed-up is 1.41 at 600 steps and 1.92 at 2000, because GRPO's peak, and with it the
 target, rises with the budget (issue 10). This table asks the budget-free question instead: how many
@@ -38,18 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.speedup import (
-    _arm,
-    _arm_runs,
-    _at,
-    _bootstrap_means,
-    _first_index,
-    _fmt,
-    _interval,
-    _label,
-    default_comparisons,
-)
-from pods.tidy import AnalysisInputError
+from pods.analysis.curves import _arm, _at, _bootstrap_means, _first_index, _fmt, _interval, _label
+from pods.analysis.speedups import _arm_runs, default_comparisons
+from pods.analysis.tidy import AnalysisInputError
 
 DEFAULT_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0)
 
@@ -168,7 +159,7 @@ def level_table(
     n_boot: int = 2000,
     boot_seed: int = 0,
 ) -> pd.DataFrame:
-    """`level_speedups` for each setting's main comparison (pods.speedup.default_comparisons: the
+    """`level_speedups` for each setting's main comparison (pods.analysis.speedups.default_comparisons: the
     sheet's baseline and PODS roles) on its primary test set: at `levels` (absolute, in the metric's
     units) or else at `fractions` of the baseline's rise from its start to its peak."""
     frames = []
@@ -240,6 +231,6 @@ def write_level_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
            "baseline's rise from its start to its peak (1.00: the peak). 'pooled': summed steps over the levels both "
            "reach. Intervals: 95% percentile bootstrap over seeds, over the resamples in which both arms reach the "
            "level; 'never': the share of resamples in which an arm does not. A level both arms reach gets the same "
-           "row from any longer run of the same seeds (pods/levels.py)."]  # fmt: skip
+           "row from any longer run of the same seeds (pods/analysis/levels.py)."]  # fmt: skip
     paths[1].write_text("\n".join(md) + "\n")
     return paths

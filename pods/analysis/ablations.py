@@ -42,8 +42,9 @@ from pathlib import Path
 import pandas as pd
 
 from pods import registry
-from pods.speedup import _fmt, _interval, main_comparison, primary_dataset
-from pods.tidy import AnalysisInputError, arm_label, arm_rng, boot_means, select
+from pods.analysis.curves import _fmt, _interval, primary_dataset
+from pods.analysis.speedups import main_comparison
+from pods.analysis.tidy import AnalysisInputError, arm_label, arm_rng, boot_means, select
 
 GROUPS = ("n sweep", "m sweep", "rule", "normalisation")
 RULE_ORDER = ("max_variance", "max_reward", "random", "percentile")
@@ -290,7 +291,7 @@ def write_ablation_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
         "over seeds, each arm resampled on its own ('-' with one seed). Here: per optimizer step. Released "
         "logs: per hour, as the paper's figures, and per optimizer step. 'agreement' compares the sign of the "
         "difference where its interval excludes 0 ('level' otherwise), here against the released logs per step; "
-        "rows with no released logs (percentile, normalise before) keep only the paper's text. pods/ablations.py."
+        "rows with no released logs (percentile, normalise before) keep only the paper's text. pods/analysis/ablations.py."
     )
     paths[1].write_text("\n".join(md) + "\n")
     return paths

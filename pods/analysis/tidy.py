@@ -1,7 +1,7 @@
 """The tidy-table contract shared by every reader and by the statistics: columns, checks, roles.
 
-This module owns what a curves / steps table is (pods.released writes them from the authors' logs,
-pods.analysis from our run directories; pods.speedup and the figures read them), the checks every
+This module owns what a curves / steps table is (pods.analysis.released writes them from the authors' logs,
+pods.analysis.collect from our run directories; pods.analysis.speedups and the figures read them), the checks every
 input value passes, the arm label and setting letter of a run, the roles of the run sheet, and the
 readers of the tables written to disk (`read_curves`, `read_steps`, the Fig. 1 benchmark).
 

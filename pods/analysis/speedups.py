@@ -1,7 +1,8 @@
 """Time-to-peak, the seed bootstrap, the speed-up table (Table 3) and its comparisons.
 
-This module owns the statistics on tidy curves (pods.tidy): the mean curve over seeds with its SEM
-band, time-to-peak and the four speed-ups with their bootstrap intervals, seconds per step, which
+This module owns the speed-up statistics on tidy curves (pods.analysis.tidy; the mean curve over seeds
+with its SEM band: pods.analysis.curves; the baseline's plateau columns: pods.analysis.plateau):
+time-to-peak and the four speed-ups with their bootstrap intervals, seconds per step, which
 arms a setting compares (`Comparison`: the run sheet's roles, or the paper sheet for the released
 logs), the paper hardware's seconds per step (released logs, else `cost_model()`), and the
 CSV / Markdown / LaTeX tables (`write_table`).
@@ -38,7 +39,30 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
-from pods.tidy import (
+from pods.analysis.curves import (
+    _Arm,
+    _arm,
+    _as_series,
+    _at,
+    _bootstrap_means,
+    _first_index,
+    _first_reach,
+    _fmt,
+    _interval,
+    _label,
+    mean_curve,
+    primary_dataset,
+)
+from pods.analysis.plateau import (
+    PLATEAU_SHARE,
+    TREND_SHARE,
+    _points,
+    baseline_late_gain,
+    baseline_plateau,
+    baseline_plateau_share,
+    baseline_trend,
+)
+from pods.analysis.tidy import (
     CONFIG_KEYS,
     DEFAULT_THRESHOLD,
     PAPER_SHEET,
@@ -50,50 +74,6 @@ from pods.tidy import (
 
 # ----------------------------------------------------------------------------------------------
 # time-to-peak and the bootstrap
-
-
-def mean_curve(df: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFrame:
-    """Mean over seeds at each grid point, with SEM and the 1.96 x SEM band used in the paper.
-
-    `keys`: columns that identify one curve (default: CONFIG_KEYS + dataset + metric present in df).
-    Returns keys + grid, time_s, step (mean over seeds, where df has it), mean, sem, lo, hi, n_seeds. SEM uses ddof = 1 over the seeds that
-    have that grid point; with a single seed SEM is 0 (the authors' plot.py convention).
-    """
-    if keys is None:
-        keys = [k for k in (*CONFIG_KEYS, "dataset", "metric") if k in df.columns]
-    keys = list(keys)
-    g = df.groupby([*keys, "grid"], dropna=False, sort=True)
-    extra = {"step": ("step", "mean")} if "step" in df.columns else {}
-    out = g.agg(
-        time_s=("time_s", "mean"),
-        **extra,
-        mean=("value", "mean"),
-        std=("value", "std"),
-        n_seeds=("value", "count"),
-    ).reset_index()
-    out["sem"] = (out["std"] / np.sqrt(out["n_seeds"])).where(out["n_seeds"] > 1, 0.0)
-    out["lo"] = out["mean"] - 1.96 * out["sem"]
-    out["hi"] = out["mean"] + 1.96 * out["sem"]
-    return out.drop(columns="std")
-
-
-def _as_series(curve) -> pd.Series:
-    if isinstance(curve, pd.DataFrame):
-        curve = curve.set_index("time_s")["mean"]
-    s = pd.Series(curve, dtype=float).dropna().sort_index()
-    return s[s.index > 0]  # t = 0 is the base model: excluded (compute_pods_speedup_99)
-
-
-def _first_index(values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
-    """Index of the first grid point at which each row is >= its target; -1 where it never is."""
-    hit_B_T = values_B_T >= target_B[:, None]  # NaN never counts
-    return np.where(hit_B_T.any(axis=1), hit_B_T.argmax(axis=1), -1)
-
-
-def _first_reach(times_T: np.ndarray, values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
-    """First time at which each row is >= its target; inf where it never is (NaN never counts)."""
-    first_B = _first_index(values_B_T, target_B)
-    return np.where(first_B >= 0, times_T[np.maximum(first_B, 0)], np.inf)
 
 
 def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOLD) -> dict:
@@ -126,57 +106,6 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
         "speedup": t_base / t_pods if math.isfinite(t_pods) else math.nan,
         "pods_reached": math.isfinite(t_pods),
     }
-
-
-@dataclass(frozen=True)
-class _Arm:
-    """One arm's runs as matrices over (seed S, grid point T > 0): values, optimizer steps and each
-    seed's training seconds and steps at the end of the run (for seconds per step)."""
-
-    seeds: np.ndarray
-    times_T: np.ndarray
-    values_S_T: np.ndarray
-    steps_S_T: np.ndarray
-    run_time_S: np.ndarray
-    run_steps_S: np.ndarray
-
-
-def _arm(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> _Arm:
-    runs = runs[runs["time_s"] > 0]
-    wide = runs.pivot_table(index="seed", columns="grid", values="value", aggfunc="first")
-    if "step" in runs.columns:
-        steps = runs.pivot_table(index="seed", columns="grid", values="step", aggfunc="first")
-        steps = steps.reindex(index=wide.index, columns=wide.columns)
-    else:  # tidy rows without optimizer steps: no steps-based speed-ups
-        steps = pd.DataFrame(np.nan, index=wide.index, columns=wide.columns)
-    times = runs.groupby("grid")["time_s"].mean().reindex(wide.columns)
-    run_time = run_steps_n = np.full(len(wide), np.nan)
-    if run_steps is not None and len(run_steps):
-        per_seed = run_steps.groupby("seed")[["time_s", "steps"]].mean().reindex(wide.index)
-        run_time, run_steps_n = per_seed["time_s"].to_numpy(float), per_seed["steps"].to_numpy(float)
-    return _Arm(
-        wide.index.to_numpy(), times.to_numpy(float), wide.to_numpy(float), steps.to_numpy(float), run_time, run_steps_n
-    )
-
-
-def _seed_matrix(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(times_T, values_S_T) for one arm's tidy rows of a single metric/dataset; NaN = missing."""
-    arm = _arm(runs)
-    return arm.times_T, arm.values_S_T
-
-
-def _bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
-    pick_B_S_T = values_S_T[idx_B_S]
-    count_B_T = np.sum(~np.isnan(pick_B_S_T), axis=1)
-    total_B_T = np.nansum(pick_B_S_T, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count_B_T > 0, total_B_T / count_B_T, np.nan)
-
-
-def _at(matrix_B_T: np.ndarray, first_B: np.ndarray) -> np.ndarray:
-    """matrix[b, first[b]], NaN where first[b] = -1 (never reached)."""
-    picked = matrix_B_T[np.arange(len(first_B)), np.maximum(first_B, 0)]
-    return np.where(first_B >= 0, picked, np.nan)
 
 
 def _sps(run_time_B_S: np.ndarray, run_steps_B_S: np.ndarray) -> np.ndarray:
@@ -216,16 +145,6 @@ def _speedups(base: _Arm, pods: _Arm, idx_base_B_S, idx_pods_B_S, threshold, pap
             "sps_baseline": sps_base_B,
             "sps_pods": sps_pods_B,
         }
-
-
-def _interval(samples_B: np.ndarray, ci: float) -> tuple[float, float]:
-    """Percentile interval over the resamples with a number (PODS reached the target)."""
-    finite = samples_B[np.isfinite(samples_B)]
-    if finite.size == 0:
-        return math.nan, math.nan
-    alpha = (1 - ci) / 2
-    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
-    return float(lo), float(hi)
 
 
 def bootstrap_speedup(
@@ -321,12 +240,6 @@ class Comparison:
     paper: float | None = None
 
 
-def _label(sel: Mapping) -> str:
-    parts = [str(sel.get("arm", "?"))]
-    parts += [f"{k}={sel[k]}" for k in ("n", "m", "grad_accum") if k in sel]
-    return " ".join(parts)
-
-
 def main_comparison(df: pd.DataFrame, setting: str) -> tuple[dict, dict] | None:
     """Selectors for the baseline and PODS arms of a setting's Fig. 3 / Table 3 comparison: the
     runs whose sheet row has `role` baseline / pods (the `role` column). None if either is absent."""
@@ -347,13 +260,6 @@ def main_comparison(df: pd.DataFrame, setting: str) -> tuple[dict, dict] | None:
         arm, n, m, ga = configs.iloc[0]
         out.append({"arm": str(arm), "n": int(n), "m": int(m), "grad_accum": int(ga)})
     return out[0], out[1]
-
-
-def primary_dataset(df: pd.DataFrame, setting: str) -> str:
-    """The test set a setting is judged on (the first evaluation dataset of its config)."""
-    sub = df[(df["setting"].astype(str) == str(setting)) & (df["dataset"] != "train")]
-    prim = sub["primary_dataset"].dropna()
-    return str(prim.mode().iloc[0]) if not prim.empty else str(sub["dataset"].mode().iloc[0])
 
 
 def default_comparisons(df: pd.DataFrame, metric: str | None = None) -> list[Comparison]:
@@ -604,231 +510,6 @@ def _table_row(
     }
 
 
-PLATEAU_SHARE = 0.8  # issue 10: a baseline has plateaued if its peak lies before the last 20% of its run
-
-
-def baseline_plateau(base_curve: pd.DataFrame, t_peak_s: float) -> dict:
-    """Where the baseline's mean curve peaks within its run (issue 10's plateau criterion).
-
-    `base_curve`: the baseline's `mean_curve` frame; `t_peak_s`: the grid time of its peak
-    (`time_to_peak`). Positions are in optimizer steps (the mean over seeds at that evaluation)
-    where the curve has them, else in seconds. Returns peak_at_baseline and last_at_baseline (step
-    or seconds of the peak and of the last evaluation), peak_share_baseline (their ratio) and
-    plateau_baseline (share <= PLATEAU_SHARE: the peak lies before the last 20% of the run; a
-    peak at the last evaluations means the curve may still be rising).
-    """
-    curve = base_curve.sort_values("time_s")
-    pos = "step" if "step" in curve.columns and curve["step"].notna().all() else "time_s"
-    at_peak = curve.loc[np.isclose(curve["time_s"], t_peak_s), pos]
-    peak_at = float(at_peak.iloc[0]) if len(at_peak) else math.nan
-    last_at = float(curve[pos].iloc[-1]) if len(curve) else math.nan
-    share = peak_at / last_at if last_at > 0 else math.nan
-    return {
-        "peak_at_baseline": peak_at,
-        "last_at_baseline": last_at,
-        "peak_share_baseline": share,
-        "plateau_baseline": bool(share <= PLATEAU_SHARE),
-    }
-
-
-def baseline_plateau_share(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
-    """How sure the plateau verdict is: the share of bootstrap resamples of the baseline's seeds whose
-    mean curve peaks before the last 20% of its run (`baseline_plateau`'s criterion, applied to each
-    resample; positions in optimizer steps where the rows have them, else seconds; t = 0 excluded;
-    the first evaluation of a tie). `seed` fixes the resamples, the same ones as the late gain and the
-    trend. Near 1 or 0 the verdict stands; between, it is what noise placed: (a)'s tiny GRPO peaks at
-    1825 of 2000 steps, and only 13% of its resamples peak before step 1600 (issue 10). NaN with one
-    seed (a resample of one seed is that seed) or no evaluations.
-    """
-    arm = _arm(runs)
-    if arm.values_S_T.size == 0 or len(arm.seeds) < 2:
-        return {"p_plateau_baseline": math.nan}
-    pos_T = _positions(arm)
-    means_B_T = _resampled_means(arm, n_boot, seed)
-    peak_B = np.argmax(np.where(np.isnan(means_B_T), -np.inf, means_B_T), axis=1)
-    return {"p_plateau_baseline": float(np.mean(pos_T[peak_B] <= PLATEAU_SHARE * np.nanmax(pos_T)))}
-
-
-def _positions(arm: _Arm) -> np.ndarray:
-    """Where each evaluation of an arm lies: its mean optimizer step over seeds where the rows have
-    steps, else its grid time in seconds."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no steps, use seconds
-        pos_T = np.nanmean(arm.steps_S_T, axis=0)
-    return pos_T if np.isfinite(pos_T).all() else arm.times_T
-
-
-def _resampled_means(arm: _Arm, n_boot: int, seed: int) -> np.ndarray:
-    """The arm's mean curves (B x T) over `n_boot` resamples of its seeds, drawn from `seed`: one draw for
-    every baseline statistic (share, late gain, trend), so they read the same resamples."""
-    idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
-    return _bootstrap_means(arm.values_S_T, idx)
-
-
-def _seed_bootstrap(arm: _Arm, stat, n_boot: int, seed: int, ci: float, name: str) -> dict:
-    """`stat` (mean curves B x T -> B values) of the arm's mean curve, and its percentile bootstrap
-    interval over the arm's seeds (NaN with one seed), as {name, name_ci_low, name_ci_high}."""
-    out = {name: float(stat(_bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None]))[0])}
-    out[f"{name}_ci_low"] = out[f"{name}_ci_high"] = math.nan
-    if len(arm.seeds) > 1:
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _interval(stat(_resampled_means(arm, n_boot, seed)), ci)
-    return out
-
-
-def _nan_stat(name: str) -> dict:
-    return {name: math.nan, f"{name}_ci_low": math.nan, f"{name}_ci_high": math.nan}
-
-
-def baseline_late_gain(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
-    """How much the baseline's best mean evaluation in the last 20% of its run beats its best before.
-
-    `baseline_plateau`'s argmax says *where* the peak lies; on a curve that is flat at the end it lands on
-    whichever late evaluation noise lifted. This says whether the late part is *higher* beyond noise:
-    late_gain_baseline = max(mean curve over the last 20% of the evaluations' positions, steps where
-    the rows have them) - max(mean curve before), with a 95% percentile bootstrap over the baseline's
-    seeds (`seed` fixes the resamples). An interval above 0 means the late peak beats everything
-    before it; one that includes 0 does not show a plateau by itself: a slowly rising curve whose
-    earlier best was a lucky evaluation gives one too (issue 10: (a)'s GRPO at 600 tiny steps,
-    +1.0 [-1.0, +2.9] points, still rising at 2000; `baseline_trend` tells the two apart). The start
-    (t = 0) is excluded, as in `time_to_peak`. NaN where the run has no evaluation on one side of the
-    80% mark; no interval with one seed.
-    """
-    arm = _arm(runs)
-    if arm.values_S_T.size == 0:
-        return _nan_stat("late_gain_baseline")
-    pos_T = _positions(arm)
-    late_T = pos_T > PLATEAU_SHARE * np.nanmax(pos_T)
-    if late_T.all() or not late_T.any():
-        return _nan_stat("late_gain_baseline")
-
-    def gain(means_B_T: np.ndarray) -> np.ndarray:
-        return np.nanmax(means_B_T[:, late_T], axis=1) - np.nanmax(means_B_T[:, ~late_T], axis=1)
-
-    return _seed_bootstrap(arm, gain, n_boot, seed, ci, "late_gain_baseline")
-
-
-TREND_SHARE = 0.5  # baseline_trend fits the evaluations after this share of the run
-
-
-def baseline_trend(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
-    """Is the baseline still rising in the second half of its run? The rise of a least-squares line
-    through its mean curve at the evaluations after TREND_SHARE of the run (positions in optimizer
-    steps where the rows have them, else seconds), over the span of those evaluations: trend_baseline,
-    in the metric's units, with a 95% percentile bootstrap interval over the baseline's seeds.
-
-    The argmax (`baseline_plateau`) and the late gain (`baseline_late_gain`) each read one or two
-    evaluations of a noisy curve; the trend pools every evaluation of the second half. An interval
-    above 0: still rising, whatever the argmax says (issue 10: (a)'s GRPO at 600 tiny steps gives
-    +4.2 [+0.9, +7.1] points, and run on to 2000 steps it rose another ~2.3 points per 1000); one that
-    includes 0: level within the noise (the paper's (a) GRPO, whose released curve peaks at 66% of
-    its run: -0.5 [-1.5, +0.4]). NaN with fewer than three evaluations in the second half; no
-    interval with one seed.
-    """
-    arm = _arm(runs)
-    if arm.values_S_T.size == 0:
-        return _nan_stat("trend_baseline")
-    pos_T = _positions(arm)
-    half_T = pos_T > TREND_SHARE * np.nanmax(pos_T)
-    if half_T.sum() < 3:
-        return _nan_stat("trend_baseline")
-    x_H = pos_T[half_T] - pos_T[half_T].mean()
-    span = float(np.ptp(pos_T[half_T]))
-
-    def rise(means_B_T: np.ndarray) -> np.ndarray:
-        y_B_H = means_B_T[:, half_T]
-        return (y_B_H - y_B_H.mean(axis=1, keepdims=True)) @ x_H / (x_H @ x_H) * span
-
-    return _seed_bootstrap(arm, rise, n_boot, seed, ci, "trend_baseline")
-
-
-def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 2000, boot_seed: int = 0) -> pd.DataFrame:
-    """Has each arm's mean curve stopped rising? One row per curve of `df` (a tidy curves frame; every
-    arm, with or without a sheet role) on its setting's primary test set and metric (`metric`
-    overrides it): seeds, last evaluation, peak and where it lies (`baseline_plateau`), the share of
-    seed resamples that peak before the last 20% (`baseline_plateau_share`), the late gain and the
-    second-half trend, each with its 95% bootstrap interval over seeds. The statistics are the
-    time-to-peak table's baseline columns (suffix dropped), computed for any arm, so a run of the
-    baseline alone (config/tiny_a4000.yaml) can be judged without a PODS arm."""
-    keys = [k for k in CONFIG_KEYS if k in df.columns]
-    rows = []
-    settings = sorted(df["setting"].astype(str).unique(), key=lambda s: (len(s) != 1, s))
-    for setting in settings:
-        met = metric or registry.setting_metric(setting)
-        sub = select(df, setting=setting, dataset=primary_dataset(df, setting), metric=met)
-        if sub.empty:
-            raise AnalysisInputError(
-                f"setting {setting}: no rows of metric {met!r} on its primary test set: name one the curves "
-                f"have with --metric ({', '.join(sorted(map(str, df['metric'].unique())))})"
-            )
-        for sel, runs in sub.groupby(keys, dropna=False, sort=True):
-            curve = mean_curve(runs)
-            after = _as_series(curve)  # t = 0 excluded, as in time_to_peak
-            if after.empty:
-                continue
-            stats = (
-                baseline_plateau(curve, float(after.idxmax()))
-                | baseline_plateau_share(runs, n_boot, boot_seed)
-                | baseline_late_gain(runs, n_boot, boot_seed)
-                | baseline_trend(runs, n_boot, boot_seed)
-            )
-            role = runs["role"].dropna().iloc[0] if "role" in runs.columns and runs["role"].notna().any() else ""
-            label = dict(zip(keys, sel, strict=True))
-            rows.append(
-                {
-                    "setting": setting,
-                    "arm": _label(label),
-                    "rule": label.get("rule", ""),
-                    "normalize": label.get("normalize", ""),
-                    "role": role,
-                    "dataset": runs["dataset"].iloc[0],
-                    "metric": met,
-                    "n_seeds": int(runs["seed"].nunique()),
-                    "peak": float(after.max()),
-                    **{k.replace("_baseline", ""): v for k, v in stats.items()},
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def write_plateau_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
-    """`stem`.csv (all columns) and `stem`.md (one line per arm, in points)."""
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md")]
-    df.to_csv(paths[0], index=False)
-    head = ["setting", "arm", "rule / norm", "role", "seeds", "peak", "peak at (of last)",
-            f"plateau (peak before {PLATEAU_SHARE:.0%})", "share of resamples", "late gain", "2nd-half trend"]  # fmt: skip
-    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for _, r in df.iterrows():
-        late = _points(r, "late_gain") if not math.isnan(float(r["late_gain"])) else "-"
-        trend = _points(r, "trend") if not math.isnan(float(r["trend"])) else "-"
-        cells = [
-            str(r["setting"]), str(r["arm"]), f"{r['rule']} / {r['normalize']}", str(r["role"] or "-"),
-            str(r["n_seeds"]), f"{100 * r['peak']:.1f}%",
-            f"{_fmt(float(r['peak_at']), 0)} of {_fmt(float(r['last_at']), 0)} ({float(r['peak_share']):.2f})",
-            "yes" if r["plateau"] else "no", _fmt(float(r["p_plateau"]), 2), late, trend,
-        ]  # fmt: skip
-        md.append("| " + " | ".join(cells) + " |")
-    md += ["", f"Each arm's mean curve over seeds on its setting's primary test set (t = 0 excluded). 'plateau': "
-           f"its peak lies before the last {1 - PLATEAU_SHARE:.0%} of the run (issue 10's criterion); 'share of "
-           "resamples': the same verdict over bootstrap resamples of the arm's seeds (- with one seed); 'late "
-           f"gain': the best mean evaluation of the last {1 - PLATEAU_SHARE:.0%} minus the best before; "
-           f"'2nd-half trend': the rise of a least-squares line through the mean curve after {TREND_SHARE:.0%} "
-           "of the run, over that part (above 0: still rising). Intervals: 95% percentile bootstrap over seeds."]  # fmt: skip
-    paths[1].write_text("\n".join(md) + "\n")
-    return paths
-
-
-def _fmt(x, digits=2) -> str:
-    if isinstance(x, float | np.floating):
-        if math.isnan(x):
-            return "-"
-        if math.isinf(x):
-            return "never"
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
 # fmt: off
 _SHOWN = [  # (column, header, decimals) of the Markdown / LaTeX tables
     ("setting", "setting", 0), ("baseline", "baseline", 0), ("pods", "PODS", 0), ("metric", "metric", 0),
@@ -836,6 +517,8 @@ _SHOWN = [  # (column, header, decimals) of the Markdown / LaTeX tables
     ("t_pods_s", "t PODS (s)", 0), ("speedup", "speed-up", 1), ("speedup_exact", "exact", 2),
     ("ci_low", "95% CI low", 2), ("ci_high", "95% CI high", 2), ("paper_speedup", "paper", 1),
 ]
+
+
 # The three speed-ups: (header, point column, CI prefix or None, decimals).
 _THREE = [
     ("steps to target (base / PODS)", ("steps_baseline", "steps_pods"), None, 0),
@@ -877,13 +560,6 @@ def _three_cells(row) -> list[str]:
     cells.append(_plateau_cell(row))
     cells.append(_fmt(float(row.get("paper_speedup", math.nan)), 1))
     return cells
-
-
-def _points(row, name: str) -> str:
-    """'+1.0 [-1.0, +2.9] pts': a fraction-valued statistic of the row in points, with its interval if any."""
-    lo, hi = (float(row.get(f"{name}_ci_{e}", math.nan)) for e in ("low", "high"))
-    ci = "" if math.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-    return f"{100 * float(row[name]):+.1f}{ci} pts"
 
 
 def _plateau_cell(row) -> str:

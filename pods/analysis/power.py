@@ -1,6 +1,6 @@
 """How many seeds would a steps-to-peak interval of a given width take? A projection from measured runs.
 
-Issue 10 asks for (a)'s and (e)'s steps-to-peak intervals (speed-up (i), pods.speedup) to be at most 1.0 wide.
+Issue 10 asks for (a)'s and (e)'s steps-to-peak intervals (speed-up (i), pods.analysis.speedups) to be at most 1.0 wide.
 Resampling the measured seeds cannot say what more seeds would give: a resample of N > S seeds drawn from S
 keeps the S-seed mean curve's wiggles, so near-ties at the target never average out. This module fits a
 model to each arm instead and simulates experiments of N seeds from it:
@@ -11,7 +11,7 @@ model to each arm instead and simulates experiments of N seeds from it:
 - trend: a quadratic in log(step) fitted to the arm's measured mean curve (evaluations after step 0);
 - sigma_seed: the spread of the seeds' mean residuals (a seed that is better throughout), and sigma_eval: the
   residual spread left at each evaluation (test-set sampling and the policy's step-to-step jitter);
-- each simulated experiment then computes (i) exactly as pods.speedup does: the target is ``threshold`` x the
+- each simulated experiment then computes (i) exactly as pods.analysis.speedups does: the target is ``threshold`` x the
   baseline mean curve's peak, each arm's step is the first evaluation reaching it, (i) is their ratio.
 
 The 2.5-97.5% range of (i) over the simulated experiments is the projected 95% interval for N seeds. It is
@@ -32,8 +32,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.speedup import _arm, _arm_runs, _first_reach, bootstrap_speedup, default_comparisons
-from pods.tidy import AnalysisInputError
+from pods.analysis.curves import _arm, _first_reach
+from pods.analysis.speedups import _arm_runs, bootstrap_speedup, default_comparisons
+from pods.analysis.tidy import AnalysisInputError
 
 DEFAULT_SEEDS = (8, 16, 32, 64, 128, 256)
 
@@ -87,7 +88,7 @@ def _simulate(base: dict, pods: dict, steps_T: np.ndarray, n: int, threshold: fl
         return fit["trend"][None] + shared + noise
 
     base_B_T, pods_B_T = curves(base), curves(pods)
-    target_B = threshold * np.nanmax(base_B_T, axis=1)  # as pods.speedup._speedups, on the step grid
+    target_B = threshold * np.nanmax(base_B_T, axis=1)  # as pods.analysis.speedups._speedups, on the step grid
     steps_base_B, steps_pods_B = _first_reach(steps_T, base_B_T, target_B), _first_reach(steps_T, pods_B_T, target_B)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(np.isfinite(steps_pods_B), steps_base_B / steps_pods_B, np.nan)
@@ -163,7 +164,7 @@ def write_seed_projection(table: pd.DataFrame, stem: Path, width: float = 1.0) -
     if table.empty:  # the workflow's table at a scale with one seed per arm (the smoke run): say so
         md.write_text(
             "No setting could be projected: each needs a baseline and a PODS arm with at least 2 seeds and 4 "
-            "evaluations after step 0 on one step grid (pods/power.py).\n"
+            "evaluations after step 0 on one step grid (pods/analysis/power.py).\n"
         )
         return [csv, md]
     lines = [
@@ -190,7 +191,7 @@ def write_seed_projection(table: pd.DataFrame, stem: Path, width: float = 1.0) -
         )
     head = (
         "Projected 95% range of speed-up (i) (steps to 0.99 x the baseline's peak) with N seeds per arm, "
-        "from a trend + noise model fitted to the measured runs (pods/power.py; optimistic: compare the "
+        "from a trend + noise model fitted to the measured runs (pods/analysis/power.py; optimistic: compare the "
         "measured bootstrap interval). " + "; ".join(verdicts) + "."
     )
     md.write_text(head + "\n\n" + "\n".join(lines) + "\n")

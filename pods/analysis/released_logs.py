@@ -6,9 +6,9 @@ package, ``sha256sum`` format) holds the SHA-256 of each of them, computed from 
 Whatever folder the re-analysis reads, a download or a local copy, is checked against it first, so the
 table in the README is reproduced from exactly the released bytes.
 
-    python -m pods.released_logs verify DIR                      # a local copy: exit 0 iff it matches
-    python -m pods.released_logs download --dest DIR [--url URL] # the pinned tarball -> DIR, verified
-    python -m pods.released_logs manifest DIR > pods/released_logs.sha256   (maintainers only)
+    python -m pods.analysis.released_logs verify DIR                      # a local copy: exit 0 iff it matches
+    python -m pods.analysis.released_logs download --dest DIR [--url URL] # the pinned tarball -> DIR, verified
+    python -m pods.analysis.released_logs manifest DIR > pods/analysis/released_logs.sha256   (maintainers only)
 
 The workflow (rules/released.smk) downloads when ``--config released_logs=DIR`` is not given and
 verifies either folder before ``pods.analysis released`` reads it. Failures are printed on stderr in
@@ -202,7 +202,7 @@ def download(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        allow_abbrev=False, prog="python -m pods.released_logs", description=__doc__.split("\n")[0]
+        allow_abbrev=False, prog="python -m pods.analysis.released_logs", description=__doc__.split("\n")[0]
     )
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("verify", allow_abbrev=False, help="check a folder against the manifest")

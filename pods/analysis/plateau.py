@@ -1,0 +1,252 @@
+"""Has an arm's mean curve stopped rising? The plateau statistics of the speed-up table and `plateau_table`.
+
+Where the mean curve peaks within its run (`baseline_plateau`, PLATEAU_SHARE), how sure that verdict is
+over resampled seeds (`baseline_plateau_share`), how far the late part beats the best before it
+(`baseline_late_gain`) and the rise of the second half (`baseline_trend`), each with its seed-bootstrap
+interval; `plateau_table` / `write_plateau_table` (`pods analysis plateau`) give them for every arm, and
+pods.analysis.speedups adds them as the baseline's columns of Table 3.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pods import registry
+from pods.analysis.curves import (
+    _Arm,
+    _arm,
+    _as_series,
+    _bootstrap_means,
+    _fmt,
+    _interval,
+    _label,
+    mean_curve,
+    primary_dataset,
+)
+from pods.analysis.tidy import CONFIG_KEYS, AnalysisInputError, select
+
+PLATEAU_SHARE = 0.8  # issue 10: a baseline has plateaued if its peak lies before the last 20% of its run
+
+
+def baseline_plateau(base_curve: pd.DataFrame, t_peak_s: float) -> dict:
+    """Where the baseline's mean curve peaks within its run (issue 10's plateau criterion).
+
+    `base_curve`: the baseline's `mean_curve` frame; `t_peak_s`: the grid time of its peak
+    (`time_to_peak`). Positions are in optimizer steps (the mean over seeds at that evaluation)
+    where the curve has them, else in seconds. Returns peak_at_baseline and last_at_baseline (step
+    or seconds of the peak and of the last evaluation), peak_share_baseline (their ratio) and
+    plateau_baseline (share <= PLATEAU_SHARE: the peak lies before the last 20% of the run; a
+    peak at the last evaluations means the curve may still be rising).
+    """
+    curve = base_curve.sort_values("time_s")
+    pos = "step" if "step" in curve.columns and curve["step"].notna().all() else "time_s"
+    at_peak = curve.loc[np.isclose(curve["time_s"], t_peak_s), pos]
+    peak_at = float(at_peak.iloc[0]) if len(at_peak) else math.nan
+    last_at = float(curve[pos].iloc[-1]) if len(curve) else math.nan
+    share = peak_at / last_at if last_at > 0 else math.nan
+    return {
+        "peak_at_baseline": peak_at,
+        "last_at_baseline": last_at,
+        "peak_share_baseline": share,
+        "plateau_baseline": bool(share <= PLATEAU_SHARE),
+    }
+
+
+def baseline_plateau_share(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+    """How sure the plateau verdict is: the share of bootstrap resamples of the baseline's seeds whose
+    mean curve peaks before the last 20% of its run (`baseline_plateau`'s criterion, applied to each
+    resample; positions in optimizer steps where the rows have them, else seconds; t = 0 excluded;
+    the first evaluation of a tie). `seed` fixes the resamples, the same ones as the late gain and the
+    trend. Near 1 or 0 the verdict stands; between, it is what noise placed: (a)'s tiny GRPO peaks at
+    1825 of 2000 steps, and only 13% of its resamples peak before step 1600 (issue 10). NaN with one
+    seed (a resample of one seed is that seed) or no evaluations.
+    """
+    arm = _arm(runs)
+    if arm.values_S_T.size == 0 or len(arm.seeds) < 2:
+        return {"p_plateau_baseline": math.nan}
+    pos_T = _positions(arm)
+    means_B_T = _resampled_means(arm, n_boot, seed)
+    peak_B = np.argmax(np.where(np.isnan(means_B_T), -np.inf, means_B_T), axis=1)
+    return {"p_plateau_baseline": float(np.mean(pos_T[peak_B] <= PLATEAU_SHARE * np.nanmax(pos_T)))}
+
+
+def _positions(arm: _Arm) -> np.ndarray:
+    """Where each evaluation of an arm lies: its mean optimizer step over seeds where the rows have
+    steps, else its grid time in seconds."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no steps, use seconds
+        pos_T = np.nanmean(arm.steps_S_T, axis=0)
+    return pos_T if np.isfinite(pos_T).all() else arm.times_T
+
+
+def _resampled_means(arm: _Arm, n_boot: int, seed: int) -> np.ndarray:
+    """The arm's mean curves (B x T) over `n_boot` resamples of its seeds, drawn from `seed`: one draw for
+    every baseline statistic (share, late gain, trend), so they read the same resamples."""
+    idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
+    return _bootstrap_means(arm.values_S_T, idx)
+
+
+def _seed_bootstrap(arm: _Arm, stat, n_boot: int, seed: int, ci: float, name: str) -> dict:
+    """`stat` (mean curves B x T -> B values) of the arm's mean curve, and its percentile bootstrap
+    interval over the arm's seeds (NaN with one seed), as {name, name_ci_low, name_ci_high}."""
+    out = {name: float(stat(_bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None]))[0])}
+    out[f"{name}_ci_low"] = out[f"{name}_ci_high"] = math.nan
+    if len(arm.seeds) > 1:
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _interval(stat(_resampled_means(arm, n_boot, seed)), ci)
+    return out
+
+
+def _nan_stat(name: str) -> dict:
+    return {name: math.nan, f"{name}_ci_low": math.nan, f"{name}_ci_high": math.nan}
+
+
+def baseline_late_gain(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
+    """How much the baseline's best mean evaluation in the last 20% of its run beats its best before.
+
+    `baseline_plateau`'s argmax says *where* the peak lies; on a curve that is flat at the end it lands on
+    whichever late evaluation noise lifted. This says whether the late part is *higher* beyond noise:
+    late_gain_baseline = max(mean curve over the last 20% of the evaluations' positions, steps where
+    the rows have them) - max(mean curve before), with a 95% percentile bootstrap over the baseline's
+    seeds (`seed` fixes the resamples). An interval above 0 means the late peak beats everything
+    before it; one that includes 0 does not show a plateau by itself: a slowly rising curve whose
+    earlier best was a lucky evaluation gives one too (issue 10: (a)'s GRPO at 600 tiny steps,
+    +1.0 [-1.0, +2.9] points, still rising at 2000; `baseline_trend` tells the two apart). The start
+    (t = 0) is excluded, as in `time_to_peak`. NaN where the run has no evaluation on one side of the
+    80% mark; no interval with one seed.
+    """
+    arm = _arm(runs)
+    if arm.values_S_T.size == 0:
+        return _nan_stat("late_gain_baseline")
+    pos_T = _positions(arm)
+    late_T = pos_T > PLATEAU_SHARE * np.nanmax(pos_T)
+    if late_T.all() or not late_T.any():
+        return _nan_stat("late_gain_baseline")
+
+    def gain(means_B_T: np.ndarray) -> np.ndarray:
+        return np.nanmax(means_B_T[:, late_T], axis=1) - np.nanmax(means_B_T[:, ~late_T], axis=1)
+
+    return _seed_bootstrap(arm, gain, n_boot, seed, ci, "late_gain_baseline")
+
+
+TREND_SHARE = 0.5  # baseline_trend fits the evaluations after this share of the run
+
+
+def baseline_trend(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
+    """Is the baseline still rising in the second half of its run? The rise of a least-squares line
+    through its mean curve at the evaluations after TREND_SHARE of the run (positions in optimizer
+    steps where the rows have them, else seconds), over the span of those evaluations: trend_baseline,
+    in the metric's units, with a 95% percentile bootstrap interval over the baseline's seeds.
+
+    The argmax (`baseline_plateau`) and the late gain (`baseline_late_gain`) each read one or two
+    evaluations of a noisy curve; the trend pools every evaluation of the second half. An interval
+    above 0: still rising, whatever the argmax says (issue 10: (a)'s GRPO at 600 tiny steps gives
+    +4.2 [+0.9, +7.1] points, and run on to 2000 steps it rose another ~2.3 points per 1000); one that
+    includes 0: level within the noise (the paper's (a) GRPO, whose released curve peaks at 66% of
+    its run: -0.5 [-1.5, +0.4]). NaN with fewer than three evaluations in the second half; no
+    interval with one seed.
+    """
+    arm = _arm(runs)
+    if arm.values_S_T.size == 0:
+        return _nan_stat("trend_baseline")
+    pos_T = _positions(arm)
+    half_T = pos_T > TREND_SHARE * np.nanmax(pos_T)
+    if half_T.sum() < 3:
+        return _nan_stat("trend_baseline")
+    x_H = pos_T[half_T] - pos_T[half_T].mean()
+    span = float(np.ptp(pos_T[half_T]))
+
+    def rise(means_B_T: np.ndarray) -> np.ndarray:
+        y_B_H = means_B_T[:, half_T]
+        return (y_B_H - y_B_H.mean(axis=1, keepdims=True)) @ x_H / (x_H @ x_H) * span
+
+    return _seed_bootstrap(arm, rise, n_boot, seed, ci, "trend_baseline")
+
+
+def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 2000, boot_seed: int = 0) -> pd.DataFrame:
+    """Has each arm's mean curve stopped rising? One row per curve of `df` (a tidy curves frame; every
+    arm, with or without a sheet role) on its setting's primary test set and metric (`metric`
+    overrides it): seeds, last evaluation, peak and where it lies (`baseline_plateau`), the share of
+    seed resamples that peak before the last 20% (`baseline_plateau_share`), the late gain and the
+    second-half trend, each with its 95% bootstrap interval over seeds. The statistics are the
+    time-to-peak table's baseline columns (suffix dropped), computed for any arm, so a run of the
+    baseline alone (config/tiny_a4000.yaml) can be judged without a PODS arm."""
+    keys = [k for k in CONFIG_KEYS if k in df.columns]
+    rows = []
+    settings = sorted(df["setting"].astype(str).unique(), key=lambda s: (len(s) != 1, s))
+    for setting in settings:
+        met = metric or registry.setting_metric(setting)
+        sub = select(df, setting=setting, dataset=primary_dataset(df, setting), metric=met)
+        if sub.empty:
+            raise AnalysisInputError(
+                f"setting {setting}: no rows of metric {met!r} on its primary test set: name one the curves "
+                f"have with --metric ({', '.join(sorted(map(str, df['metric'].unique())))})"
+            )
+        for sel, runs in sub.groupby(keys, dropna=False, sort=True):
+            curve = mean_curve(runs)
+            after = _as_series(curve)  # t = 0 excluded, as in time_to_peak
+            if after.empty:
+                continue
+            stats = (
+                baseline_plateau(curve, float(after.idxmax()))
+                | baseline_plateau_share(runs, n_boot, boot_seed)
+                | baseline_late_gain(runs, n_boot, boot_seed)
+                | baseline_trend(runs, n_boot, boot_seed)
+            )
+            role = runs["role"].dropna().iloc[0] if "role" in runs.columns and runs["role"].notna().any() else ""
+            label = dict(zip(keys, sel, strict=True))
+            rows.append(
+                {
+                    "setting": setting,
+                    "arm": _label(label),
+                    "rule": label.get("rule", ""),
+                    "normalize": label.get("normalize", ""),
+                    "role": role,
+                    "dataset": runs["dataset"].iloc[0],
+                    "metric": met,
+                    "n_seeds": int(runs["seed"].nunique()),
+                    "peak": float(after.max()),
+                    **{k.replace("_baseline", ""): v for k, v in stats.items()},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def write_plateau_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
+    """`stem`.csv (all columns) and `stem`.md (one line per arm, in points)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md")]
+    df.to_csv(paths[0], index=False)
+    head = ["setting", "arm", "rule / norm", "role", "seeds", "peak", "peak at (of last)",
+            f"plateau (peak before {PLATEAU_SHARE:.0%})", "share of resamples", "late gain", "2nd-half trend"]  # fmt: skip
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, r in df.iterrows():
+        late = _points(r, "late_gain") if not math.isnan(float(r["late_gain"])) else "-"
+        trend = _points(r, "trend") if not math.isnan(float(r["trend"])) else "-"
+        cells = [
+            str(r["setting"]), str(r["arm"]), f"{r['rule']} / {r['normalize']}", str(r["role"] or "-"),
+            str(r["n_seeds"]), f"{100 * r['peak']:.1f}%",
+            f"{_fmt(float(r['peak_at']), 0)} of {_fmt(float(r['last_at']), 0)} ({float(r['peak_share']):.2f})",
+            "yes" if r["plateau"] else "no", _fmt(float(r["p_plateau"]), 2), late, trend,
+        ]  # fmt: skip
+        md.append("| " + " | ".join(cells) + " |")
+    md += ["", f"Each arm's mean curve over seeds on its setting's primary test set (t = 0 excluded). 'plateau': "
+           f"its peak lies before the last {1 - PLATEAU_SHARE:.0%} of the run (issue 10's criterion); 'share of "
+           "resamples': the same verdict over bootstrap resamples of the arm's seeds (- with one seed); 'late "
+           f"gain': the best mean evaluation of the last {1 - PLATEAU_SHARE:.0%} minus the best before; "
+           f"'2nd-half trend': the rise of a least-squares line through the mean curve after {TREND_SHARE:.0%} "
+           "of the run, over that part (above 0: still rising). Intervals: 95% percentile bootstrap over seeds."]  # fmt: skip
+    paths[1].write_text("\n".join(md) + "\n")
+    return paths
+
+
+def _points(row, name: str) -> str:
+    """'+1.0 [-1.0, +2.9] pts': a fraction-valued statistic of the row in points, with its interval if any."""
+    lo, hi = (float(row.get(f"{name}_ci_{e}", math.nan)) for e in ("low", "high"))
+    ci = "" if math.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return f"{100 * float(row[name]):+.1f}{ci} pts"
