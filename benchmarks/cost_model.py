@@ -1,4 +1,4 @@
-"""Thin entry point: the benchmark lives in the package, pods/bench/cost_model.py, so that it also works
+"""Thin entry point: the benchmark lives in the package, pods/analysis/cost_model.py, so that it also works
 from an installed wheel (`pods bench cost_model` or `python -m pods.bench.cost_model`)."""
 
 import sys

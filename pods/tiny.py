@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -469,12 +470,14 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
 def weights_sha256(model_dir: str | os.PathLike) -> str:
     """SHA-256 of a tiny model directory's ``model.safetensors``: which weights a run started from (a tiny
     model, at most ~85M parameters, is always saved as this one unsharded file)."""
-    from pods.analysis.released_logs import sha256_of
-
     weights = Path(model_dir) / "model.safetensors"
     if not weights.is_file():
         raise FileNotFoundError(f"{model_dir} holds no model.safetensors: rebuild it (python -m pods.models build)")
-    return sha256_of(weights)
+    h = hashlib.sha256()
+    with open(weights, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def package_version(pkg: str) -> str:

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pods.bench import bench_asymmetry, bench_memory, cost_model
+from pods.analysis import cost_model
+from pods.bench import bench_asymmetry, bench_memory
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -177,7 +177,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--paper-steps",
         help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
-        "settings without released logs use the cost model (pods/bench/cost_model.py)",
+        "settings without released logs use the cost model (pods/analysis/cost_model.py)",
     )
     p = sub.add_parser(
         "plateau", allow_abbrev=False, help="has each arm's mean curve stopped rising? (peak position, trend)"

@@ -302,8 +302,8 @@ def printed_speedup(x: float) -> float:
 
 @functools.cache
 def cost_model():
-    """The fitted generation/update cost model (`pods.bench.cost_model`, also `pods bench cost_model`)."""
-    from pods.bench import cost_model as mod  # lazy: only the paper-hardware prediction needs it
+    """The fitted generation/update cost model (`pods.analysis.cost_model`, also `pods bench cost_model`)."""
+    from pods.analysis import cost_model as mod  # lazy: only the paper-hardware prediction needs it
 
     return mod
 
@@ -315,7 +315,7 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
     column marks the arms of the paper sheet); else, for (a), (e) and (f), the same logs' s/step as
     PAPER.md states them (`_stated_seconds_per_step`: the workflow with `released_logs: none`); else a
     prediction of the linear cost model
-    c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (pods/bench/cost_model.py,
+    c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (pods/analysis/cost_model.py,
     `invert_paper`), at the n, m of the setting's paper arms, for single-GPU settings without
     gradient accumulation; else NaN.
     """
@@ -345,13 +345,13 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
     sps = [c + g1 * a.n + u1 * a.m for a in (b, q)]
     source = (
         f"prediction: cost model c + g1 n + u1 m (c={c:.3g} s, g1={g1:.3g} s, u1={u1:.3g} s; fitted to (a)'s "
-        f"released s/step on 1xL40S, pods/bench/cost_model.py) at n/m {b.n}/{b.m} vs {q.n}/{q.m}"
+        f"released s/step on 1xL40S, pods/analysis/cost_model.py) at n/m {b.n}/{b.m} vs {q.n}/{q.m}"
     )
     return sps[0], sps[1], source
 
 
 def _stated_seconds_per_step(setting: str, main: Mapping | None) -> tuple[float, float, str] | None:
-    """The released logs' s/step as PAPER.md states them (pods/bench/cost_model.py constants), no logs read.
+    """The released logs' s/step as PAPER.md states them (pods/analysis/cost_model.py constants), no logs read.
 
     (a): the n/m sweep on 1 L40S at the paper arms' n/m (16/16 vs 64/16); (e)/(f): GRPO-GA vs PODS per
     global step on 8 GPUs. None for the other settings (and for (a) arms outside the sweep).
