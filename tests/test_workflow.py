@@ -772,7 +772,7 @@ def test_tiny_a_add_overlays_run_the_main_comparison_of_a_on_additions(workdir, 
 
 def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm_tt (built
-    by a job of the DAG), (a) 600 steps on 16 seeds per main arm and (e) 150 steps, both on 400-problem
+    by a job of the DAG), (a) 600 steps on 64 seeds per main arm and (e) 150 steps, both on 400-problem
     evaluations; (b)-(d), (f) keep their experiment YAML's model, (b)-(d) the scale's evaluation size,
     and (f) runs 100 steps on 3 seeds per arm with 400-problem evaluations."""
     seen, seeds = {}, {}
@@ -784,7 +784,7 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
         seeds.setdefault((letter, args["budget.max_steps"]), set()).add(args["seed"])
     assert seen["a"] == {("tiny:llama-arith_warm_tt", "600", "400"), ("tiny:llama-arith_warm_tt", "200", "400")}
     assert seen["e"] == {("tiny:llama-arith_warm_tt", "150", "400")}
-    assert seeds[("a", "600")] == {str(s) for s in range(16)}
+    assert seeds[("a", "600")] == {str(s) for s in range(64)}
     assert seeds[("a", "200")] == {"0", "1", "2"}
     for letter in "bcdf":
         assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
