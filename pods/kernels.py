@@ -23,7 +23,7 @@ steps with the same test accuracies (docs/workflow.md).
 Across vendors the pin does not hold (session 22, benchmarks/README.md "A second kind of CPU"): on an Intel
 Xeon (AVX512, AMX) under the same two variables MKL's matrix-vector product, some matrix shapes and its
 vector ``exp``/``log`` round otherwise than on the AMD EPYC hosts, and the warm build stopped at 550
-steps, not 650 (benchmarks/kernel_fingerprint.py locates such differences). ``MKL_CBWR=COMPATIBLE`` makes
+steps, not 650 (notebook/scripts/kernel_fingerprint.py locates such differences). ``MKL_CBWR=COMPATIBLE`` makes
 every probed operation agree but the AdamW step, gives another model on AMD and costs a tiny step 1.14x,
 so the pin stays AVX2 and the tables are the same bits per vendor, not everywhere.
 

@@ -152,10 +152,11 @@ TINY_MODELS: dict[str, TinySpec] = {
     # long instead of 56, so a tiny step generates and trains on less than half the tokens (issue 10's
     # "make tiny steps cheaper"). The tiny scale's default model for (a), its sweeps and (e) (config/config.yaml).
     "llama-arith_warm_tt": TinySpec(arch="llama", task="arith", target_accuracy=0.65, tag_tokens=True),
-    # llama-arith_warm_tt warm-started to an 86% target (issue 10, session 32: config/tiny_a_warm86.yaml, a record):
-    # on the pinned kernels it stops at 850 SFT steps, 90% sampled / 99% greedy on the test set, so that (a)'s
-    # GRPO starts near its ceiling and levels off inside 600 steps. It levels, but the mean still peaks in
-    # the last 20% (a slow creep), and steps-to-peak turns to noise (benchmarks/results/warm86_s32.md).
+    # llama-arith_warm_tt warm-started to an 86% target (issue 10, session 32; a record:
+    # notebook/overlays/tiny_a_warm86.yaml): on the pinned kernels it stops at 850 SFT steps, 90% sampled / 99%
+    # greedy on the test set, so that (a)'s GRPO starts near its ceiling and levels off inside 600 steps. It
+    # levels, but the mean still peaks in the last 20% (a slow creep), and steps-to-peak turns to noise
+    # (notebook/records/2026-11-27-a-warm-start-86.md).
     "llama-arith_warm86_tt": TinySpec(arch="llama", task="arith", target_accuracy=0.86, tag_tokens=True),
     # The GPU benchmark model (issue 14): the llama-arith layout at GPT-2-small width, 85M parameters,
     # so that on a GPU the update is compute-bound, not launch-bound. Warm-started on a GPU

@@ -7,9 +7,9 @@
     python scripts/readme_images.py --src results/figures --prefix tiny \
         --figures fig_3_main fig_4_sweeps fig_5_rules fig_6_normalization   # -> docs/img/tiny_fig_*.png
     python scripts/readme_images.py --src results/warm_a2000/figures --prefix tiny_a2000 \
-        --figures fig_3_main                   # (a) at 2000 steps, config/tiny_a2000.yaml (docs/workflow.md)
+        --figures fig_3_main                   # (a) at 2000 steps, notebook/overlays/tiny_a2000.yaml (docs/workflow.md)
     python scripts/readme_images.py --src results/ablations200/figures --prefix tiny_ablations200 \
-        --figures fig_5_rules                  # the rules at 200 steps, config/tiny_ablations200.yaml
+        --figures fig_5_rules                  # the rules at 200 steps, notebook/overlays/tiny_ablations200.yaml
 
 Needs Pillow (a matplotlib dependency). The figures themselves come from figures/fig_*.py; this only
 shrinks them (width --width pixels, 128 colours) so that the repository stays small.

@@ -877,7 +877,7 @@ def test_plateau_share_is_the_argmax_criterion_over_seed_resamples(tmp_path):
 
 def test_cli_plateau_judges_every_arm_and_one_arm_alone(tmp_path, capsys):
     """`plateau` reports every arm of a curves.csv, and works from the run directories of a baseline
-    with no PODS arm (config/tiny_a4000.yaml), where time-to-peak cannot run."""
+    with no PODS arm (notebook/overlays/tiny_a4000.yaml), where time-to-peak cannot run."""
     root = fake_tree(tmp_path / "runs")
     tables = tmp_path / "tables"
     assert (

@@ -65,7 +65,7 @@ def test_arith_heldout_is_in_no_training_set():
 
 
 def test_arith_add_is_the_additions_of_arith_training_split():
-    """arith_add (config/tiny_a_add.yaml): its test set is the first 1,000 additions of arith's seed-0
+    """arith_add (notebook/overlays/tiny_a_add.yaml): its test set is the first 1,000 additions of arith's seed-0
     training order, its training split the other additions of that split at any seed; so neither meets
     arith's test set or arith_heldout, and the records are arith's, scored as arith."""
     test = data.load_task("arith_add", "test", prompt_style="plain", seed=3)

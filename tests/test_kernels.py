@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -104,7 +103,7 @@ def test_cpuinfo_field_reads_the_first_line_of_a_name(tmp_path, monkeypatch):
 
 
 def test_the_run_record_names_the_device_the_run_used_not_the_one_visible(monkeypatch):
-    """pods.runlog.run_meta: a CPU run on a machine with a GPU (the CPU runs of benchmarks/gpu/cross_cpu.sh on
+    """pods.runlog.run_meta: a CPU run on a machine with a GPU (the CPU runs of notebook/scripts/cross_cpu.sh on
     the H200 machine, session 22) recorded the GPU's name as ``meta.device``; it says "cpu" now."""
     import torch
 
@@ -115,19 +114,3 @@ def test_the_run_record_names_the_device_the_run_used_not_the_one_visible(monkey
     assert run_meta(use_cuda=False)["device"] == "cpu"
     assert run_meta(use_cuda=True)["device"] == "Some GPU"
     assert run_meta()["device"] == "Some GPU"  # callers that do not say: the visible GPU, as before
-
-
-def test_kernel_fingerprint_is_stable_in_one_process_and_covers_the_tiny_ops(tiny_policy_dir):
-    """benchmarks/kernel_fingerprint.py, the tool that located where an Intel Xeon and an AMD EPYC part under
-    the pin (session 22): its inputs come from integer arithmetic, so two calls on one machine give the same
-    digests; the whole-model entries appear with --model. Its scripts (kernel_combos.sh, cross_cpu*.sh)
-    parse as bash."""
-    from benchmarks.kernel_fingerprint import fingerprint
-
-    a, b = fingerprint(str(tiny_policy_dir)), fingerprint(str(tiny_policy_dir))
-    assert a == b
-    assert {"mm 1x96 @ 96x256 (gemv)", "exp", "AdamW step", "model logits", "model grads"} <= set(a)
-    assert all(len(v) == 16 and int(v, 16) >= 0 for v in a.values())
-    root = Path(__file__).parents[1] / "benchmarks" / "gpu"
-    for script in ("kernel_combos.sh", "cross_cpu.sh", "cross_cpu_pins.sh"):
-        subprocess.run(["bash", "-n", str(root / script)], check=True)

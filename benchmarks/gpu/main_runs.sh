@@ -12,8 +12,7 @@
 #     python scripts/compare_runs.py [--outcomes] OLD_JOB/results/runs xhost/results/runs
 # (--outcomes on a CPU of another vendor: the sampled rewards and evaluations, not the bits).
 # PODS_MAIN_RUNS_DEADLINE_S (default 500, counted from the jobs' start) stops what still runs then and
-# packs what finished; a job not started by then is listed in results/xhost_skipped.txt. Session 26 ran
-# (b)-(f)'s 28 runs this way on an H100 machine's Xeon (benchmarks/results/cross_cpu_main_runs.txt).
+# packs what finished; a job not started by then is listed in results/xhost_skipped.txt.
 set -u
 CMDS=${1:?give the file of commands made by main_runs_list.py}
 P=${2:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}  # nproc obeys OMP_NUM_THREADS, which setup.sh sets to 1

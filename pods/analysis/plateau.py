@@ -174,7 +174,7 @@ def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 200
     seed resamples that peak before the last 20% (`baseline_plateau_share`), the late gain and the
     second-half trend, each with its 95% bootstrap interval over seeds. The statistics are the
     time-to-peak table's baseline columns (suffix dropped), computed for any arm, so a run of the
-    baseline alone (config/tiny_a4000.yaml) can be judged without a PODS arm."""
+    baseline alone (notebook/overlays/tiny_a4000.yaml) can be judged without a PODS arm."""
     keys = [k for k in CONFIG_KEYS if k in df.columns]
     rows = []
     settings = sorted(df["setting"].astype(str).unique(), key=lambda s: (len(s) != 1, s))
