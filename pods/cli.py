@@ -47,7 +47,7 @@ from pods.config import (
     validate,
 )
 from pods.data import DataError
-from pods.kernels import pin_cpu_kernels
+from pods.kernels import KernelsError, pin_cpu_kernels
 from pods.runlog import DiskWriteError, RunDirError, RunLogger
 
 BENCH_DIR = Path(__file__).resolve().parent / "bench"  # in the package: works from a wheel too
@@ -270,7 +270,11 @@ def _one_paragraph(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pods` command; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    pin_cpu_kernels()  # before torch's first operation: the same bits on AVX2 machines of one vendor (pods.kernels)
+    try:
+        pin_cpu_kernels()  # before torch's first operation: the same bits on AVX2 machines of one vendor (pods.kernels)
+    except KernelsError as e:  # an unknown ATEN_CPU_CAPABILITY, MKL_CBWR or PODS_KERNELS; the message says the fix
+        print(f"pods: {_one_paragraph(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         # Pass-through commands keep their arguments verbatim (argparse would eat their --flags).
         if argv and argv[0] == "bench":

@@ -439,9 +439,13 @@ def bench(spec: str, task: str | None = None, lengths: int = 64, reps: int = 2) 
 
 
 def main(argv: list[str]) -> None:
-    from pods.kernels import pin_cpu_kernels
+    from pods.kernels import KernelsError, pin_cpu_kernels
 
-    pin_cpu_kernels()  # before the build's first operation (pods.kernels): the same model on AVX2 CPUs of one vendor
+    try:
+        pin_cpu_kernels()  # before the build's first operation (pods.kernels): the same model on AVX2 CPUs of one vendor
+    except KernelsError as e:  # an unknown kernel variable: refused before anything is built (exit 2)
+        print(f"python -m pods.models: {e}", file=sys.stderr)
+        sys.exit(2)
     usage = "usage: python -m pods.models build|describe|bench SPEC  (build: [--device cpu|cuda])"
     if len(argv) < 2 or argv[0] not in ("build", "describe", "bench"):
         sys.exit(usage)

@@ -28,7 +28,9 @@ the recorded offsets, so no line is duplicated; a finished run (summary.json pre
 What is read is checked (:class:`pods.runlog.RunDirError`, exit 2, naming the damaged file): a
 summary must parse and agree with the config and the logs; a log shorter than its recorded offset is
 refused; a checkpoint lacking optimizer, scheduler, weights or RNG state is skipped for an older
-complete one, else the resume is refused. A failed write says "disk full or unwritable: <path>".
+complete one, else the resume is refused; a checkpoint trained under another training-relevant config
+(its fingerprint in pods_state.json, :func:`config_fingerprint`) is refused naming the keys that differ,
+whatever config.json says. A failed write says "disk full or unwritable: <path>".
 
 Environment: the progress bar is drawn only when stderr is a terminal and ``PODS_NO_PROGRESS`` is unset;
 otherwise (Snakemake logs, CI) each evaluation prints one plain line to stderr and the HF/datasets
@@ -38,6 +40,8 @@ makes step times far less erratic (torch's spinning threads suffer most from ove
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import sys
@@ -58,6 +62,7 @@ from pods.runlog import (
     atomic_write_json,
     final_missing_message,
     jsonable,
+    latest_checkpoint,
     peak_memory_mb,
     prune_checkpoints,
     resumable_checkpoint,
@@ -320,7 +325,11 @@ class RunController(TrainerCallback):
         self.acc.wait_for_everyone()  # every process has written its part of the checkpoint
         ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if self.acc.is_main_process:
-            atomic_write_json(ckpt / STATE_FILE, {"global_step": state.global_step, **self.state_dict()})
+            flat, digest = config_fingerprint(self.cfg)  # what trained this checkpoint (resume checks it)
+            atomic_write_json(
+                ckpt / STATE_FILE,
+                {"global_step": state.global_step, **self.state_dict(), "config": flat, "config_sha256": digest},
+            )
             prune_checkpoints(Path(args.output_dir), keep=ckpt)
         self.acc.wait_for_everyone()
 
@@ -411,6 +420,8 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
             )
     ckpt_root = run_dir / "checkpoints"
     ckpt, state = resumable_checkpoint(ckpt_root, dist.num_processes)  # refuses a damaged one, naming it
+    if ckpt is not None:  # before anything is pruned or cut: a refusal loses nothing
+        check_checkpoint_config(cfg, ckpt, state)
     dist.wait_for_everyone()
     if dist.is_main_process:
         prune_checkpoints(ckpt_root, keep=ckpt)  # incomplete newer checkpoints (all of them on a fresh start)
@@ -440,6 +451,87 @@ def check_same_config(cfg: TrainConfig, logger: RunLogger) -> bool:
             "out_dir or delete that directory to start over"
         )
     return True
+
+
+# Keys a resume may change without changing what the checkpoint's steps computed (config_fingerprint):
+# where the run lives, how far it goes and how often it is saved. Everything else (model, data, n, m, rule,
+# optimizer, seed, evaluation protocol, hardware, trl) is what made the checkpoint and the logs beside it.
+FINGERPRINT_EXCLUDED = ("out_dir", "budget.max_time_s", "budget.max_steps", "checkpoint.every_steps")
+
+
+def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_digest(flat: dict) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``flat``: sorted keys, no spaces, NaN/inf as null."""
+    canonical = json.dumps(jsonable(flat), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def config_fingerprint(cfg: TrainConfig) -> tuple[dict[str, Any], str]:
+    """The training-relevant config of ``cfg`` (dotted key -> value) and its SHA-256 (of the canonical
+    JSON: sorted keys, no spaces), which every checkpoint carries in pods_state.json.
+
+    Left out (:data:`FINGERPRINT_EXCLUDED`): ``out_dir`` (a copied run resumes elsewhere), the budget
+    (``budget.max_steps``, ``budget.max_time_s``: a step budget makes a longer run continue the shorter
+    one's steps) and ``checkpoint.every_steps``. ``budget.max_steps`` counts when it is the LR schedule's
+    horizon (a decaying ``optim.scheduler`` without ``optim.scheduler_steps``, pods.trainer.step_plan):
+    then it changes the learning rate of every step."""
+    flat = _flat(to_dict(cfg))
+    horizon = cfg.optim.scheduler != "constant" and cfg.optim.scheduler_steps is None
+    flat = {k: v for k, v in flat.items() if k not in FINGERPRINT_EXCLUDED or (horizon and k == "budget.max_steps")}
+    return flat, config_digest(flat)
+
+
+def check_checkpoint_config(cfg: TrainConfig, ckpt: Path, state: dict | None) -> None:
+    """:class:`RunDirError` unless ``cfg`` has the training-relevant config that trained ``ckpt`` (its
+    pods_state.json fingerprint); the run directory's config.json, which can be edited, does not count.
+    A checkpoint written before checkpoints carried one is resumed with a warning."""
+    state = state or {}
+    old, digest = state.get("config"), state.get("config_sha256")
+    if old is None and digest is None:
+        print(
+            f"[pods] warning: {ckpt} carries no config fingerprint (written by an older pods); only config.json "
+            "vouches for the config it was trained under",
+            file=sys.stderr,
+        )
+        return
+    if not isinstance(old, dict) or not isinstance(digest, str) or config_digest(old) != digest:
+        raise RunDirError(
+            f"{ckpt / STATE_FILE} is damaged (its config does not match its config_sha256): it cannot say which "
+            "config trained the checkpoint. Fix: restore it, or delete the run directory to start over"
+        )
+    new, new_digest = config_fingerprint(cfg)
+    if new_digest == digest:
+        return
+    missing = object()
+    defaults = _flat(to_dict(TrainConfig()))  # a key added to the schema since: its default is the same run
+    keys = sorted(
+        k
+        for k in set(old) | set(new)
+        if old.get(k, missing) != new.get(k, missing) and not (k not in old and new[k] == defaults.get(k, missing))
+    )
+    if not keys:
+        return
+
+    def show(flat: dict, key: str) -> str:
+        return json.dumps(flat[key]) if key in flat else "(absent)"
+
+    changes = "; ".join(f"{k} {show(old, k)} -> {show(new, k)}" for k in keys[:8])
+    more = f"; and {len(keys) - 8} more" if len(keys) > 8 else ""
+    original = " ".join(f"{k}={show(old, k)}" for k in keys[:8] if k in old)
+    raise RunDirError(
+        f"{ckpt} was trained under another config ({changes}{more}); its weights, optimizer and logs are that "
+        "run's (the run directory's config.json does not count: its checkpoint says what trained it). Fix: "
+        f"start a new run directory (another out_dir), or resume with the original values ({original})"
+    )
 
 
 def build_run(
@@ -597,6 +689,9 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
     run_dir = logger.run_dir
     if logger.finished:
         check_same_config(cfg, logger)  # a finished run with another config is not this run either
+        ckpt, state = latest_checkpoint(run_dir / "checkpoints")
+        if ckpt is not None:  # its last checkpoint says what trained it, whatever config.json says now
+            check_checkpoint_config(cfg, ckpt, state)
         summary = logger.check_finished(summary_identity(cfg))  # names a damaged file
         if not (run_dir / "final").is_dir():
             raise RunDirError(final_missing_message(run_dir))

@@ -225,7 +225,8 @@ def _prefix_damage(path: Path, size: int) -> str | None:
 
 
 def read_jsonl(path: str | os.PathLike, allow_partial_tail: bool = False) -> list[dict]:
-    """Parse a JSONL log. A malformed line raises ``ValueError`` naming the file and line number.
+    """Parse a JSONL log. A malformed line (not UTF-8, not JSON, or JSON but not an object) raises
+    ``ValueError`` naming the file and line number (``<path>:<line>: ...``).
 
     ``allow_partial_tail=True`` tolerates an unterminated last line (a run killed mid-write), which
     resuming truncates away.
@@ -233,19 +234,28 @@ def read_jsonl(path: str | os.PathLike, allow_partial_tail: bool = False) -> lis
     path = Path(path)
     if not path.exists():
         return []
-    text = path.read_text()
-    lines = text.split("\n")
-    tail_partial = not text.endswith("\n") and text != ""
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    tail_partial = not data.endswith(b"\n") and data != b""
     rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
+    for i, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            if allow_partial_tail and tail_partial and i == len(lines):
+                break  # a kill can cut a multi-byte character too
+            raise ValueError(
+                f"{path}:{i}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1}); the file is damaged"
+            ) from None
         except json.JSONDecodeError as e:
             if allow_partial_tail and tail_partial and i == len(lines):
                 break
             raise ValueError(f"{path}:{i}: not a JSON line ({e}); the run may have been killed mid-write") from e
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{i}: not a JSON object (a {type(row).__name__}); the file is damaged")
+        rows.append(row)
     return rows
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from pods import data as pdata
-from pods.kernels import kernels_label
+from pods.kernels import check_kernel_env, kernels_label
 
 
 class PolicyError(ValueError):
@@ -507,6 +507,7 @@ def ensure_tiny(name: str, device: str = "cpu") -> Path:
     ``<name>@<kernels>`` and moved back, instead of a rebuild, when a process under those kernels asks
     again (a run under ``PODS_KERNELS=native`` or a user's ``MKL_CBWR`` then costs the pinned build nothing)."""
     spec = dataclasses.asdict(resolve_tiny_spec(name))  # unknown names fail before any lock or build
+    check_kernel_env()  # a typo in a kernel variable must not move this build aside and make another
     out = cache_root() / "tiny" / name
 
     def card_of(d: Path) -> dict | None:

@@ -8,7 +8,8 @@ except the machine-bound ones (keys ending in ``time_s``, ``peak_mem_mb``). A ru
 files have the same records with equal values; otherwise the first difference is printed (file, record,
 key, both values). A run without ``summary.json`` on either side (still training, or stopped) is listed
 as unfinished and not compared; runs under one root only are listed apart. Exit status 0 when every shared run is
-identical and at least one was compared, 1 otherwise.
+identical and at least one was compared, 1 otherwise; 2 on bad input (a log line that is not a JSON object in
+UTF-8, named with its file and line).
 
 With ``--shared-steps`` two runs of one arm and seed under different budgets or evaluation grids are compared
 on what both hold: the steps up to the shorter run's last, and the evaluations (step and test set) both made
@@ -51,6 +52,19 @@ OUTCOME_KEYS = (
 GRID_KEYS = ("grid_index", "final")
 
 
+class BadLog(Exception):
+    """A log line that is not a JSON object in UTF-8: the message names the file and line (exit 2)."""
+
+
+def _read(path: Path) -> list[dict]:
+    try:
+        return read_jsonl(path)
+    except ValueError as e:  # pods.runlog.read_jsonl: "<path>:<line>: not ..."
+        raise BadLog(str(e)) from None
+    except OSError as e:  # a folder named like a log, no permission
+        raise BadLog(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
 def _strip(rec: dict, ignored: tuple[str, ...] = ()) -> dict:
     return {k: v for k, v in rec.items() if not k.endswith(MACHINE_BOUND_SUFFIXES) and k not in ignored}
 
@@ -69,7 +83,7 @@ def first_difference(run_a: Path, run_b: Path, shared_steps: bool = False) -> tu
     """(None when the two runs agree on every value not measured in seconds or bytes, else the first
     difference in words; the evaluations and the steps compared). `shared_steps`: only on the steps and
     evaluations both runs hold, their grid bookkeeping aside (see the module)."""
-    logs = {name: (read_jsonl(run_a / name), read_jsonl(run_b / name)) for name in ("eval.jsonl", "metrics.jsonl")}
+    logs = {name: (_read(run_a / name), _read(run_b / name)) for name in ("eval.jsonl", "metrics.jsonl")}
     ignored = ()
     if shared_steps:
         last = min(max((r.get("step", 0) for r in rows), default=0) for rows in logs["metrics.jsonl"])
@@ -100,9 +114,9 @@ def outcome_differences(run_a: Path, run_b: Path) -> dict[str, str | int | None]
     (that first difference in words), and 'accuracy' (best / final accuracy of each run on the first
     test set it evaluates)."""
     out: dict[str, str | int | None] = {"rewards": None, "evaluations": None, "what": None}
-    evals = read_jsonl(run_a / "eval.jsonl"), read_jsonl(run_b / "eval.jsonl")  # read once: compared, then scored
+    evals = _read(run_a / "eval.jsonl"), _read(run_b / "eval.jsonl")  # read once: compared, then scored
     for name, field, strip in (("metrics.jsonl", "rewards", _outcomes), ("eval.jsonl", "evaluations", _strip)):
-        ra, rb = evals if name == "eval.jsonl" else (read_jsonl(run_a / name), read_jsonl(run_b / name))
+        ra, rb = evals if name == "eval.jsonl" else (_read(run_a / name), _read(run_b / name))
         for a, b in zip(ra, rb, strict=False):
             a, b = strip(a), strip(b)
             if a != b:
@@ -148,6 +162,17 @@ def main(argv: list[str] | None = None) -> int:
     for root in (args.runs_a, args.runs_b):
         if not root.is_dir():
             ap.error(f"{root} is not a directory (give the folder that holds the runs, e.g. results/runs)")
+    try:
+        return _compare(args)
+    except BadLog as e:
+        print(
+            f"compare_runs: {e}. Fix: restore that file from a good copy of the run, or compare roots without it",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _compare(args: argparse.Namespace) -> int:
     a, b = run_dirs(args.runs_a), run_dirs(args.runs_b)
     shared = sorted(set(a) & set(b))
     same = unfinished = 0

@@ -13,13 +13,17 @@ The ``.md`` and ``.tex`` files are renderings of the CSVs and are not compared.
 Each table is reported as ``identical``, ``seconds`` (differs only in machine-bound columns, which are named
 with the number of rows that differ) or ``DIFFERENT`` (the first differing cell outside them); a table in one
 folder only is listed as ``ONE SIDE``. Exit status 0 when both folders hold the same tables, each identical or
-differing in seconds only, and at least one was compared; 1 otherwise.
+differing in seconds only, and at least one was compared; 1 otherwise. A table with a header and no row on
+both sides is ``EMPTY``: nothing was compared, so it is not a pass. Bad input is one line naming the file (and
+line) on stderr, exit status 2: a folder that is not one, an empty (0-byte) table, one that is not UTF-8 text
+(a binary file), holds a NUL byte, or a row whose number of fields is not the header's (a cut last row).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import sys
 from pathlib import Path
 
@@ -42,14 +46,46 @@ def machine_bound(table: str, column: str) -> bool:
     )
 
 
+class BadTable(Exception):
+    """A table that cannot be compared as the workflow wrote it; the message names the file and line (exit 2)."""
+
+
 def _read(path: Path) -> tuple[list[str], list[list[str]]]:
-    with path.open(newline="") as f:
-        rows = list(csv.reader(f))
-    return (rows[0], rows[1:]) if rows else ([], [])
+    """(header, rows) of a CSV table; :class:`BadTable` for an empty, binary or damaged one."""
+    fix = "Fix: rerun the workflow step that writes it, or remove it from both folders"
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BadTable(f"{path} cannot be read ({e.strerror or e}). {fix}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise BadTable(
+            f"{path}: line {line} is not UTF-8 text (byte 0x{data[e.start]:02x}; a binary file?). {fix}"
+        ) from None
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise BadTable(f"{path}: line {line} holds a NUL byte (a binary or damaged file). {fix}")
+    reader = csv.reader(io.StringIO(text, newline=""))  # as open(newline=""): quoted newlines stay in their field
+    rows = []
+    try:
+        for row in reader:
+            if rows and len(row) != len(rows[0]):
+                raise BadTable(
+                    f"{path}: line {reader.line_num}: {len(row)} field(s) where the header has {len(rows[0])} (a cut "
+                    f"or damaged row). {fix}"
+                )
+            rows.append(row)
+    except csv.Error as e:
+        raise BadTable(f"{path}: line {reader.line_num}: {e}. {fix}") from None
+    if not rows:
+        raise BadTable(f"{path} is empty (0 rows, not even a header; the workflow writes at least the header). {fix}")
+    return rows[0], rows[1:]
 
 
 def compare(table: str, a: Path, b: Path) -> tuple[str, str]:
-    """(status, detail) of one table: status is identical / seconds / DIFFERENT."""
+    """(status, detail) of one table: status is identical / seconds / DIFFERENT / EMPTY (no row on either side)."""
     head_a, rows_a = _read(a)
     head_b, rows_b = _read(b)
     if head_a != head_b:
@@ -57,6 +93,8 @@ def compare(table: str, a: Path, b: Path) -> tuple[str, str]:
         return "DIFFERENT", f"columns differ ({', '.join(only) or 'order'})"
     if len(rows_a) != len(rows_b):
         return "DIFFERENT", f"{len(rows_a)} vs {len(rows_b)} rows"
+    if not rows_a:
+        return "EMPTY", "no rows on either side, nothing compared"
     bound_rows: dict[str, int] = {}
     for i, (ra, rb) in enumerate(zip(rows_a, rows_b, strict=True)):
         for col, va, vb in zip(head_a, ra, rb, strict=True):
@@ -78,15 +116,23 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     for root in (args.tables_a, args.tables_b):
         if not root.is_dir():
-            print(f"{root}: not a folder (give two results/tables folders)", file=sys.stderr)
-            return 1
-    names_a = {p.name for p in args.tables_a.glob("*.csv")}
-    names_b = {p.name for p in args.tables_b.glob("*.csv")}
+            print(f"compare_tables: {root} is not a folder. Fix: give two results/tables folders", file=sys.stderr)
+            return 2
+    try:
+        return _compare_folders(args.tables_a, args.tables_b)
+    except BadTable as e:
+        print(f"compare_tables: {e}", file=sys.stderr)
+        return 2
+
+
+def _compare_folders(tables_a: Path, tables_b: Path) -> int:
+    names_a = {p.name for p in tables_a.glob("*.csv")}
+    names_b = {p.name for p in tables_b.glob("*.csv")}
     shared = sorted(names_a & names_b)
     bad = 0
     for name in shared:
-        status, detail = compare(name, args.tables_a / name, args.tables_b / name)
-        bad += status == "DIFFERENT"
+        status, detail = compare(name, tables_a / name, tables_b / name)
+        bad += status in ("DIFFERENT", "EMPTY")
         print(f"{status:10s} {name}: {detail}")
     for name in sorted(names_a ^ names_b):
         print(f"ONE SIDE   {name} (only in {'A' if name in names_a else 'B'})")

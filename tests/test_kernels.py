@@ -114,3 +114,73 @@ def test_the_run_record_names_the_device_the_run_used_not_the_one_visible(monkey
     assert run_meta(use_cuda=False)["device"] == "cpu"
     assert run_meta(use_cuda=True)["device"] == "Some GPU"
     assert run_meta()["device"] == "Some GPU"  # callers that do not say: the visible GPU, as before
+
+
+GARBAGE = [("ATEN_CPU_CAPABILITY", "bogus"), ("MKL_CBWR", "bogus"), ("PODS_KERNELS", "natvie")]
+
+
+@pytest.mark.parametrize(("var", "value"), GARBAGE)
+def test_an_unknown_kernel_variable_is_refused_by_the_pods_command(var, value, monkeypatch, capsys):
+    """torch ignores an invalid ATEN_CPU_CAPABILITY (a warning at its first operation), MKL an invalid MKL_CBWR
+    (without a word), and the package a misspelt PODS_KERNELS: each ran under kernels nobody chose. Now the
+    `pods` command exits 2 at once, saying what is accepted and how to fix it."""
+    from pods import cli
+
+    monkeypatch.setenv(var, value)
+    assert cli.main(["config", "eval"]) == 2
+    err = capsys.readouterr().err
+    assert f"{var}={value}" in err
+    assert "Fix: " in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("var", "value"), GARBAGE)
+def test_an_unknown_kernel_variable_neither_moves_nor_builds_a_tiny_model(var, value, tmp_path, monkeypatch):
+    """A garbage ATEN_CPU_CAPABILITY or MKL_CBWR made kernels_label() say "native": ensure_tiny moved the pinned
+    build aside and built another model. The variables are checked before anything in the cache is touched."""
+    import dataclasses
+
+    from pods import data as pdata
+    from pods import tiny
+
+    monkeypatch.setenv("PODS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "cache" / "tiny" / "llama-arith"
+    out.mkdir(parents=True)
+    spec = dataclasses.asdict(tiny.resolve_tiny_spec("llama-arith"))
+    card = {"spec": spec, "data_version": pdata.SYNTHETIC_VERSION, "cpu": {"kernels": kernels.kernels_label()}}
+    (out / "pods_tiny.json").write_text(json.dumps(card))
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("a tiny model was built")
+
+    monkeypatch.setattr(tiny, "build_tiny", no_build)
+    assert tiny.ensure_tiny("llama-arith") == out  # the pinned build, as it is
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ValueError, match=f"{var}={value}"):  # pods.kernels.KernelsError
+        tiny.ensure_tiny("llama-arith")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["llama-arith"]  # nothing moved aside
+    assert json.loads((out / "pods_tiny.json").read_text()) == card
+
+
+def test_the_values_torch_and_mkl_accept_pass(monkeypatch):
+    """Accepted: torch's own names (lower case), MKL's branches (upper case, BRANCH= and ,STRICT allowed),
+    PODS_KERNELS=native in any case; a lower-case MKL branch is refused with the spelling that works."""
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    for var, value in [
+        ("ATEN_CPU_CAPABILITY", "default"),
+        ("ATEN_CPU_CAPABILITY", "avx512"),
+        ("MKL_CBWR", "COMPATIBLE"),
+        ("MKL_CBWR", "BRANCH=AVX2,STRICT"),
+        ("MKL_CBWR", "SSE4_2"),
+        ("PODS_KERNELS", "Native"),
+        ("PODS_KERNELS", ""),
+    ]:
+        monkeypatch.setenv(var, value)
+        assert kernels.kernel_env_problem() is None, (var, value)
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("MKL_CBWR", "avx2")
+    assert "MKL_CBWR=AVX2" in kernels.kernel_env_problem()
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "AVX2")
+    assert "ATEN_CPU_CAPABILITY=avx2" in kernels.kernel_env_problem()

@@ -9,6 +9,7 @@ download says why and what to do instead.
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 import tarfile
@@ -133,3 +134,55 @@ def test_a_failed_download_prints_why_and_the_local_copy_option(tmp_path, capsys
     assert "use --config released_logs=DIR with a local copy" in err
     assert "download failed" in log.read_text()  # logged as well as printed
     assert not dest.exists()
+
+
+def test_verify_fails_on_link_loops_dangling_links_and_links_out_of_the_folder(tmp_path, capsys):
+    """A symlink loop or a dangling link among the files was skipped as "not a file", and a link to a file
+    outside the folder was hashed through: verify passed. Each is now a failure naming the file."""
+    folder = fake_release(tmp_path / "results")
+    (folder / "sub" / "inside.json").symlink_to("../Instruct-GSM8K-512-16-16-Run1.json")  # a link inside: a file
+    manifest = tmp_path / "m.sha256"
+    manifest.write_text(R.make_manifest(folder))
+    assert R.verify(folder, manifest) == 4
+    (folder / "loop.json").symlink_to("loop.json")
+    (folder / "sub" / "gone.csv").symlink_to(tmp_path / "nowhere.csv")
+    outside = tmp_path / "copy.csv"
+    shutil.copy(folder / "h100s-acc.csv", outside)
+    (folder / "h100s-acc.csv").unlink()
+    (folder / "h100s-acc.csv").symlink_to(outside)  # the released bytes, but not in the folder
+    with pytest.raises(R.ReleasedLogsError) as err:
+        R.verify(folder, manifest)
+    text = str(err.value)
+    assert "3 unusable links: h100s-acc.csv (points outside the folder" in text
+    assert "loop.json (a symlink loop)" in text
+    assert "sub/gone.csv (dangling: its target" in text
+    assert "inside.json" not in text
+    os.mkfifo(folder / "pipe.json")  # read as a log it would block; skipped, it passed unseen
+    with pytest.raises(R.ReleasedLogsError, match=r"1 not regular files: pipe\.json \(not a regular file\)"):
+        R.verify(folder, manifest)
+    assert R.main(["verify", str(folder), "--manifest", str(manifest)]) == 2
+    err_text = capsys.readouterr().err
+    assert "loop.json (a symlink loop)" in err_text
+    assert len(err_text.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", b"\x00" * 64], ids=["binary", "nul"])
+def test_a_binary_or_unreadable_manifest_is_one_line(tmp_path, capsys, content):
+    folder = fake_release(tmp_path / "results")
+    manifest = tmp_path / "m.sha256"
+    manifest.write_bytes(content)
+    assert R.main(["verify", str(folder), "--manifest", str(manifest)]) == 2
+    err = capsys.readouterr().err
+    assert str(manifest) in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Fix: " in err
+
+
+def test_a_manifest_that_is_a_folder_or_missing_says_so(tmp_path, capsys):
+    folder = fake_release(tmp_path / "results")
+    for manifest, why in ((tmp_path, "is a folder"), (tmp_path / "none.sha256", "not found")):
+        assert R.main(["verify", str(folder), "--manifest", str(manifest)]) == 2
+        err = capsys.readouterr().err
+        assert f"{manifest} {why}" in err
+        assert "reinstall" not in err  # a manifest the user named, not the package's

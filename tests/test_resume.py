@@ -216,3 +216,102 @@ def test_killed_after_the_last_checkpoint_only_writes_the_summary(tiny_cfg, tmp_
     again = load_file(str(run / "final" / "model.safetensors"))
     assert all(torch.equal(final[k], again[k]) for k in final)  # the checkpoint's weights, not the initial ones
     assert (run / "summary.json").exists()
+
+
+class _Stopped(Exception):
+    """Stands for a kill right after a checkpoint was written (in-process: no interpreter start-up)."""
+
+
+def test_a_resume_under_another_config_is_refused_even_with_an_edited_config_json(
+    tiny_overrides, tiny_cfg, tmp_path, monkeypatch, capsys
+):
+    """Train m=8 to its step-2 checkpoint and stop; edit config.json to m=4 and resume with rollout.m=4.
+    The checkpoint's weights, optimizer and logs are the m=8 run's: the resume is refused naming the
+    differing key (old -> new) and the fix, and nothing already computed is cut or deleted."""
+    import json
+
+    from pods import cli
+    from pods.run import RunController
+
+    short = ("rollout.n=8", "budget.max_steps=4", "checkpoint.every_steps=2", "eval.every_steps=2")
+    short += ("eval.max_examples=2",)
+    out = tmp_path / "run"
+    real_save = RunController.on_save
+
+    def save_then_stop(self, args, state, control, **kwargs):
+        real_save(self, args, state, control, **kwargs)
+        if state.global_step == 2:
+            raise _Stopped
+
+    monkeypatch.setattr(RunController, "on_save", save_then_stop)
+    with pytest.raises(_Stopped):
+        train(tiny_cfg(out, *short, "rollout.m=8"))
+    monkeypatch.undo()
+    assert _has_checkpoint(out)
+    assert not (out / "summary.json").exists()
+    config = json.loads((out / "config.json").read_text())
+    assert config["rollout"]["m"] == 8
+    config["rollout"]["m"] = 4  # the edit: config.json no longer says what trained the checkpoint
+    (out / "config.json").write_text(json.dumps(config))
+    logs = (out / "metrics.jsonl").read_bytes(), (out / "eval.jsonl").read_bytes()
+    assert logs[0].count(b"\n") == 2
+    ckpts = sorted(p.name for p in (out / "checkpoints").iterdir())
+
+    argv = ["train", "experiments/tiny_a.yaml", *one_per_key(*tiny_overrides, *short, "rollout.m=4", f"out_dir={out}")]
+    monkeypatch.chdir(REPO)
+    capsys.readouterr()
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "rollout.m 8 -> 4" in err
+    assert "start a new run directory" in err
+    assert "resume with the original values (rollout.m=8)" in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert ((out / "metrics.jsonl").read_bytes(), (out / "eval.jsonl").read_bytes()) == logs  # nothing cut
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ckpts  # nor deleted
+    assert not (out / "summary.json").exists()
+
+    config["rollout"]["m"] = 8  # the original values resume it
+    (out / "config.json").write_text(json.dumps(config))
+    assert cli.main([*argv[:-2], "rollout.m=8", argv[-1]]) == 0
+    assert (out / "metrics.jsonl").read_bytes().startswith(logs[0])
+    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [1, 2, 3, 4]
+
+
+def test_the_config_fingerprint_leaves_out_only_what_a_resume_may_change(tiny_cfg, tmp_path):
+    """pods.run.config_fingerprint: a longer budget, another checkpoint interval or another out_dir continue the
+    same run; the model, data, n, m, rule, learning rate, seed and evaluation do not. budget.max_steps counts
+    where it is a decaying LR schedule's horizon. A pods_state.json whose config was edited is damaged."""
+    from pods.run import check_checkpoint_config, config_digest, config_fingerprint
+    from pods.runlog import RunDirError
+
+    def fp(*overrides: str, out: str = "run") -> str:
+        return config_fingerprint(tiny_cfg(tmp_path / out, *overrides))[1]
+
+    base = fp()
+    assert fp("budget.max_steps=40", "budget.max_time_s=900", "checkpoint.every_steps=7", out="moved") == base
+    changed = ["rollout.m=2", "rollout.n=16", "rollout.rule=random", "optim.lr=0.002", "seed=3", "eval.repeats=2"]
+    changed += ["task.max_prompt_length=48", "policy.model=tiny:llama-arith"]
+    assert len({base, *(fp(c) for c in changed)}) == len(changed) + 1
+    cosine = ("optim.scheduler=cosine",)
+    assert fp(*cosine, "budget.max_steps=40") != fp(*cosine)  # the LR horizon
+    assert fp(*cosine, "optim.scheduler_steps=50", "budget.max_steps=40") == fp(*cosine, "optim.scheduler_steps=50")
+
+    cfg = tiny_cfg(tmp_path / "run")
+    flat, digest = config_fingerprint(cfg)
+    ckpt = tmp_path / "run" / "checkpoints" / "checkpoint-2"
+    check_checkpoint_config(cfg, ckpt, {"config": flat, "config_sha256": digest})  # the same config: no error
+    with pytest.raises(RunDirError, match=r"optim\.lr 0\.001 -> 0\.002.*\(optim\.lr=0\.001\)"):
+        check_checkpoint_config(
+            tiny_cfg(tmp_path / "run", "optim.lr=0.002"), ckpt, {"config": flat, "config_sha256": digest}
+        )
+    older = {k: v for k, v in flat.items() if k != "rollout.top_k"}  # written before the key existed: default
+    check_checkpoint_config(cfg, ckpt, {"config": older, "config_sha256": config_digest(older)})
+    with pytest.raises(RunDirError, match=r"rollout\.top_k \(absent\) -> 5"):
+        check_checkpoint_config(
+            tiny_cfg(tmp_path / "run", "rollout.top_k=5"),
+            ckpt,
+            {"config": older, "config_sha256": config_digest(older)},
+        )
+    with pytest.raises(RunDirError, match="pods_state.json is damaged"):
+        check_checkpoint_config(cfg, ckpt, {"config": {**flat, "rollout.m": 2}, "config_sha256": digest})

@@ -4,7 +4,9 @@ The paper's released logs are the files of the folder ``results/`` of github.com
 commit 187f43b648f69385103029c2dd0934521e17bb71 (148 files, 44 MB). :data:`MANIFEST` (shipped with the
 package, ``sha256sum`` format) holds the SHA-256 of each of them, computed from a copy of that folder.
 Whatever folder the re-analysis reads, a download or a local copy, is checked against it first, so the
-table in the README is reproduced from exactly the released bytes.
+table in the README is reproduced from exactly the released bytes. A symbolic link in the folder counts as
+the file it points to only when that file lies inside the folder; a link loop, a dangling link, a link out of
+the folder and an entry that is not a regular file (a FIFO) each fail the check, named.
 
     python -m pods.analysis.released_logs verify DIR                      # a local copy: exit 0 iff it matches
     python -m pods.analysis.released_logs download --dest DIR [--url URL] # the pinned tarball -> DIR, verified
@@ -19,6 +21,7 @@ one line that says why and what to do instead ("download failed: no network (cur
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import os
 import shutil
@@ -77,6 +80,39 @@ def _files(folder: Path) -> list[str]:
     return sorted(out)
 
 
+def _unusable_entries(folder: Path) -> tuple[list[str], list[str]]:
+    """(links, others) under `folder`, hidden entries left out as in :func:`_files`: symbolic links that cannot
+    stand for a released file (a loop, dangling, or pointing outside the folder), and entries that are neither
+    files nor folders (a FIFO, a socket, a device). Each is ``"<relative path> (why)"``. A link to a file
+    inside the folder is that file."""
+    root = folder.resolve()
+    links, others = [], []
+    for dirpath, dirnames, filenames in os.walk(folder):  # followlinks=False: a linked folder is an entry here
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in [*dirnames, *filenames]:
+            if name.startswith("."):
+                continue
+            path = Path(dirpath) / name
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                try:
+                    real = path.resolve(strict=True)
+                except RuntimeError:  # Python < 3.13 reports a loop so
+                    links.append(f"{rel} (a symlink loop)")
+                    continue
+                except OSError as e:
+                    if e.errno == errno.ELOOP:
+                        links.append(f"{rel} (a symlink loop)")
+                    else:
+                        links.append(f"{rel} (dangling: its target {os.readlink(path)} does not exist)")
+                    continue
+                if not real.is_relative_to(root):
+                    links.append(f"{rel} (points outside the folder, to {real})")
+            elif not path.is_dir() and not path.is_file():
+                others.append(f"{rel} (not a regular file)")
+    return sorted(links), sorted(others)
+
+
 def make_manifest(folder: str | os.PathLike) -> str:
     """``sha256sum``-format text (``<hex>  <relative path>`` per line, sorted) of every file in `folder`."""
     folder = Path(folder)
@@ -84,18 +120,38 @@ def make_manifest(folder: str | os.PathLike) -> str:
 
 
 def read_manifest(path: str | os.PathLike = MANIFEST) -> dict[str, str]:
-    """Relative path -> SHA-256 hex digest."""
+    """Relative path -> SHA-256 hex digest; :class:`ReleasedLogsError` in one line naming the file otherwise."""
     path = Path(path)
+    fix = f"Fix: give the package's manifest ({MANIFEST}) or one written by `python -m pods.released_logs manifest DIR`"
+    if path.is_dir():
+        raise ReleasedLogsError(f"checksum manifest {path} is a folder, not a `sha256sum`-format file. {fix}")
     if not path.is_file():
-        raise ReleasedLogsError(f"checksum manifest {path} not found: reinstall the package (it ships the file)")
+        if path.resolve() == MANIFEST.resolve():
+            raise ReleasedLogsError(f"checksum manifest {path} not found: reinstall the package (it ships the file)")
+        raise ReleasedLogsError(f"checksum manifest {path} not found. {fix}")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ReleasedLogsError(f"checksum manifest {path} cannot be read ({e.strerror or e}). {fix}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ReleasedLogsError(
+            f"checksum manifest {path} is not text (byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8: "
+            f"a binary file?). {fix}"
+        ) from None
+    if "\0" in text:
+        raise ReleasedLogsError(f"checksum manifest {path} holds a NUL byte: a binary file, not text. {fix}")
     out = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         digest, sep, rel = line.partition("  ")
-        if not sep or len(digest) != 64 or not rel:
-            raise ReleasedLogsError(f"{path} line {number} is not `<sha256>  <path>`: regenerate it with `manifest`")
+        if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or not rel:
+            raise ReleasedLogsError(f"{path} line {number} is not `<sha256>  <path>`. {fix}")
         out[rel] = digest
+    if not out:
+        raise ReleasedLogsError(f"checksum manifest {path} holds no checksum. {fix}")
     return out
 
 
@@ -114,8 +170,15 @@ def verify(folder: str | os.PathLike, manifest: str | os.PathLike = MANIFEST) ->
     missing = sorted(set(expected) - present)
     extra = sorted(present - set(expected))
     altered = sorted(rel for rel in set(expected) & present if sha256_of(folder / rel) != expected[rel])
+    links, others = _unusable_entries(folder)  # skipped by _files or read through: named, never passed
     problems = []
-    for what, names in (("missing", missing), ("altered (SHA-256 differs)", altered), ("not in the release", extra)):
+    for what, names in (
+        ("missing", missing),
+        ("altered (SHA-256 differs)", altered),
+        ("not in the release", extra),
+        ("unusable links", links),
+        ("not regular files", others),
+    ):
         if names:
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             problems.append(f"{len(names)} {what}: {shown}")
