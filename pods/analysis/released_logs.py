@@ -122,7 +122,7 @@ def make_manifest(folder: str | os.PathLike) -> str:
 def read_manifest(path: str | os.PathLike = MANIFEST) -> dict[str, str]:
     """Relative path -> SHA-256 hex digest; :class:`ReleasedLogsError` in one line naming the file otherwise."""
     path = Path(path)
-    fix = f"Fix: give the package's manifest ({MANIFEST}) or one written by `python -m pods.released_logs manifest DIR`"
+    fix = f"Fix: give the package's manifest ({MANIFEST}) or one written by `python -m pods.analysis.released_logs manifest DIR`"
     if path.is_dir():
         raise ReleasedLogsError(f"checksum manifest {path} is a folder, not a `sha256sum`-format file. {fix}")
     if not path.is_file():
