@@ -59,9 +59,12 @@ advantages per process to ``DIR/selection_rank{r}.jsonl`` (tests/test_distribute
 
 Departures from the paper / official code, and choices where the sources are silent:
 
-- Rollouts of each prompt group are sampled under their own RNG seed (derived from the run seed, the
-  step and the prompt's global position), so the rollouts do not depend on how prompts are split
-  across processes or batched; with one prompt per process (every paper setting) this costs nothing.
+- In ``pods train`` (``pods_seeded_generation=True``) the rollouts of each prompt group are sampled under
+  their own RNG seed (derived from the run seed, the step and the prompt's global position), so they do
+  not depend on how prompts are split across processes or batched; with one prompt per process (every
+  paper setting) this costs nothing. It costs one ``generate`` call per prompt group, so the library's
+  default is TRL's: one call per generation round, drawing from the global RNG
+  (benchmarks/bench_trl_generation.py compares the two with ``trl.GRPOTrainer``).
 - A non-finite reward (NaN or inf, including ``None`` from a reward function) is an error naming the
   reward function in ``pods train`` (``pods_strict_rewards=True``): the paper's rewards are always
   finite, so a NaN is a bug to fix, not a signal. Built by a TRL user, the trainer follows TRL's
@@ -98,6 +101,7 @@ Departures from the paper / official code, and choices where the sources are sil
 from pods.trainer.batch import (
     EpochRepeatSampler,
     NonFiniteRewardError,
+    RewardOutputError,
     check_finite_rewards,
     downsample_rows,
     local_kept_rows,
@@ -136,6 +140,7 @@ __all__ = [
     "EpochRepeatSampler",
     "NonFiniteRewardError",
     "PODSConfig",
+    "RewardOutputError",
     "PODSGRPOTrainer",
     "TRLCompatError",
     "build_grpo_config",
