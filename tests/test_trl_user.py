@@ -272,29 +272,32 @@ def test_reward_check_keeps_async_reward_functions_async(tiny_policy_dir, tmp_pa
 # ----------------------------------------------------------------------------- epoch and model card
 
 
-def test_epoch_is_counted_in_data_epochs_as_trl_counts_it(tiny_policy_dir, tmp_path):
-    # 8 prompts, 2 per step: one data epoch is 4 steps, so max_steps=2 ends half-way through it.
+@pytest.mark.parametrize(("prompts", "max_steps", "want"), [(8, 2, [0.25, 0.5]), (4, 4, [0.5, 1.0, 1.5, 2.0])])
+def test_epoch_is_counted_in_data_epochs_as_trl_counts_it(tiny_policy_dir, tmp_path, prompts, max_steps, want):
+    # 2 prompts per step: 8 prompts are 4 steps per data epoch (max_steps=2 stops half-way through it),
+    # 4 prompts are 2 steps (max_steps=4 runs two epochs).
     from trl import GRPOConfig, GRPOTrainer
 
     from pods.data import load_task
     from pods.models import load_policy
 
-    pods_trainer = _trainer(tiny_policy_dir, _args(tmp_path / "pods", max_steps=2), _mod3)
-    pods_trainer.train()
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
-    records = load_task("arith", "train", prompt_style="plain", seed=0)[:8]
-    trl_trainer = GRPOTrainer(
-        model=model, reward_funcs=_mod3, args=_args(tmp_path / "trl", cls=GRPOConfig, max_steps=2),
-        train_dataset=records_to_dataset(records), processing_class=tok,
-    )  # fmt: skip
-    trl_trainer.train()
-
-    def epochs(trainer):
-        return [row["epoch"] for row in trainer.state.log_history if "loss" in row]
-
-    assert epochs(trl_trainer) == [0.25, 0.5]
-    assert epochs(pods_trainer) == epochs(trl_trainer)
-    assert pods_trainer.state.epoch == trl_trainer.state.epoch == 0.5
+    records = load_task("arith", "train", prompt_style="plain", seed=0)[:prompts]
+    runs = {}
+    for name, (trainer_cls, args_cls) in {
+        "pods": (PODSGRPOTrainer, PODSConfig),
+        "trl": (GRPOTrainer, GRPOConfig),
+    }.items():
+        model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+        args = _args(tmp_path / name, cls=args_cls, max_steps=max_steps, learning_rate=0.0)
+        trainer = trainer_cls(
+            model=model, reward_funcs=_mod3, args=args, train_dataset=records_to_dataset(records), processing_class=tok
+        )
+        trainer.train()
+        runs[name] = trainer
+    epochs = {name: [row["epoch"] for row in tr.state.log_history if "loss" in row] for name, tr in runs.items()}
+    assert epochs["trl"] == want
+    assert epochs["pods"] == epochs["trl"]
+    assert runs["pods"].state.epoch == runs["trl"].state.epoch == want[-1]
 
 
 def test_a_lora_checkpoint_carries_the_pods_model_card(tiny_policy_dir, tmp_path):

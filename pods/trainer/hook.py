@@ -147,7 +147,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         self.pods_timing: dict[str, float] = defaultdict(float)  # per optimizer step; reset by the controller
         self.pods_last_selection: dict[str, Any] = {}
         self._pods_sampler: EpochRepeatSampler | None = None  # the training sampler (epoch bookkeeping)
-        self._pods_epoch_set: float | None = None
+        self._pods_epoch_step: int | None = None  # the optimizer step whose state.epoch was rescaled
         super().__init__(*args, **kwargs)
         # A reward function's output is checked where it returns, naming it (TRL's torch.tensor(...) would not).
         self.reward_funcs = [
@@ -572,13 +572,13 @@ class PODSGRPOTrainer(GRPOTrainer):
         HF counts an epoch as one pass over the sampler's length; a ``max_steps`` run's
         :class:`EpochRepeatSampler` streams the whole run (several data epochs, or part of one) as one
         pass, so HF's epoch reads 1.0 at ``max_steps`` wherever the data stands. TRL's sampler is one data
-        epoch long; HF sets ``state.epoch`` afresh every step, and this rescales it once.
+        epoch long; HF sets ``state.epoch`` afresh every optimizer step, and this rescales it once per step.
         """
-        sampler, epoch = self._pods_sampler, self.state.epoch
-        if sampler is None or sampler.total_rows is None or epoch is None or epoch == self._pods_epoch_set:
+        sampler, epoch, step = self._pods_sampler, self.state.epoch, self.state.global_step
+        if sampler is None or sampler.total_rows is None or epoch is None or step == self._pods_epoch_step:
             return
         self.state.epoch = epoch * sampler.total_rows / sampler.epoch_rows
-        self._pods_epoch_set = self.state.epoch
+        self._pods_epoch_step = step
 
     def _issue_warnings_after_load(self, load_result: Any) -> None:
         # A checkpoint of a model with tied embeddings stores the shared tensor once (under
