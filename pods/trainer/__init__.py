@@ -27,7 +27,9 @@ The override is narrow: :class:`PODSGRPOTrainer` wraps TRL's ``_calculate_reward
 raw gathered rewards, which the batch dict does not carry) and ``_generate_and_score_completions``
 (to down-sample its output); ``_generate`` and ``_generate_single_turn`` only for timing and for
 per-prompt seeding, ``_get_train_sampler`` only to repeat each prompt n x GA times, HF's
-``_save_checkpoint`` only to name a full disk; the run reaches ``_load_from_checkpoint`` through
+``_save_checkpoint`` only to name a full disk, ``_save`` to write the PODS model card before a model is
+saved, ``log`` to count ``epoch`` in data epochs, and ``_compute_loss`` only where the zero-variance
+group filter masked rows; the run reaches ``_load_from_checkpoint`` through
 :meth:`PODSGRPOTrainer.load_checkpoint_weights`.
 :func:`check_trl_compat` and tests/test_trl_hook.py fail loudly, naming the TRL internal that
 moved, if a TRL upgrade breaks these assumptions (every TRL/HF private this package uses is listed
