@@ -1,9 +1,13 @@
 """Command line: ``pods`` (console script) or ``python -m pods``.
 
-    pods train CONFIG [key=value ...] [--dry-run]   validate, then train; prints the run directory
+    pods train CONFIG [key=value ...] [--dry-run] [--scale NAME]
+                                                    validate, then train; prints the run directory
     pods eval RUN_DIR [key=value ...]               evaluate a finished run's final policy again
-    pods validate CONFIG [key=value ...] [--paper]  print the resolved config and its run directory
+    pods validate CONFIG [key=value ...] [--paper] [--scale NAME]
+                                                    print the resolved config and its run directory
+    pods list                                       the shipped experiment configs, one line each
     pods config [SECTION]                           list every config key: type, default, meaning
+    pods --version                                  this package's version (and torch's, TRL's)
     pods bench NAME [ARGS ...]                      run the benchmark pods/bench/bench_NAME.py with ARGS
     pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
     pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak, plateau, levels)
@@ -16,6 +20,10 @@ Examples::
     pods train experiments/tiny_a.yaml budget.max_steps=5 out_dir=/tmp/run
     pods train experiments/tiny_a.yaml --rollout.n 8 --rollout.m=4    # TRL-style flags work too
     pods train experiments/tiny_a.yaml trl.report_to=[tensorboard]    # any extra TRL GRPOConfig field
+    pods train tiny_a seed=0 --scale tiny                             # the workflow's run of (a), seed 0
+
+``--scale NAME`` adds what the workflow's job of that run adds (pods.scales): the scale's budgets and
+evaluation grid from config/config.yaml and the run sheet's arm, and the workflow's run directory.
 
 ``--paper`` (validate) and ``--dry-run`` (train) skip the checks against this machine (GPU-only options,
 bf16 on a CPU without bf16) so paper-scale configs validate anywhere; everything else is still checked.
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import traceback
@@ -64,6 +73,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     ap = argparse.ArgumentParser(
         allow_abbrev=False, prog="pods", description="PODS: down-sampling rollouts in GRPO (arXiv 2504.13818)."
     )
+    ap.add_argument("--version", action="version", version=version_text())
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser(
@@ -81,6 +91,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         action="store_true",
         help="validate (skipping machine checks, as validate --paper) and print; do not train",
     )
+    p.add_argument("--scale", metavar="NAME", help=_SCALE_HELP)
 
     p = sub.add_parser("eval", allow_abbrev=False, help="evaluate a finished run's final policy")
     p.add_argument("run_dir", help="a run directory written by pods train")
@@ -100,6 +111,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     p.add_argument(
         "--paper", action="store_true", help="skip checks against this machine (for GPU configs on a CPU-only machine)"
     )
+    p.add_argument("--scale", metavar="NAME", help=_SCALE_HELP)
+
+    sub.add_parser("list", allow_abbrev=False, help="the shipped experiment configs, one line each")
 
     p = sub.add_parser("config", allow_abbrev=False, help="list every config key with its type, default and meaning")
     p.add_argument("section", nargs="?", default="", help="only keys under this section or key, e.g. rollout")
@@ -121,6 +135,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     return ap, dict(sub.choices)
 
 
+_SCALE_HELP = (
+    "train the workflow's run at this scale (tiny, smoke, paper): the scale's overrides from config/config.yaml "
+    "and the run sheet's arm, as the workflow's job passes them, and its run directory"
+)
+
 _KEYS_EPILOG = """overrides: dotted key=value (values are YAML: rollout.n=64, eval.datasets=[gsm8k,math],
 policy.attn_implementation=null), or TRL-style --rollout.n 64 / --rollout.n=64. Extra TRL GRPOConfig
 fields go under trl. (trl.report_to=[tensorboard], trl.log_completions=true); fields the package sets
@@ -128,6 +147,57 @@ from its own options are refused with the option to use.
 
 config keys (type = default):
 """
+
+
+def version_text() -> str:
+    """``pods X.Y.Z (python ..., torch ..., trl ..., transformers ...)``: read from the installed metadata
+    (no heavy import)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from pods import __version__
+
+    parts = [f"python {platform.python_version()}"]
+    for pkg in ("torch", "trl", "transformers"):
+        try:
+            parts.append(f"{pkg} {version(pkg)}")
+        except PackageNotFoundError:
+            parts.append(f"{pkg} not installed")
+    return f"pods {__version__} ({', '.join(parts)})"
+
+
+def experiment_descriptions() -> list[tuple[str, str]]:
+    """(name, first line of its header comment) of every shipped experiment YAML, sorted by name."""
+    from pods import registry
+
+    folder = registry.repo_file("experiments")
+    out = []
+    for path in sorted(folder.glob("*.yaml")):
+        words: list[str] = []
+        for line in path.read_text(encoding="utf-8").splitlines()[:3]:  # the first sentence of the header
+            if not line.startswith("#"):
+                break
+            words.append(line[1:].strip())
+            if words[-1].endswith("."):
+                break
+        text = re.sub(r"\s*\(PAPER\.md[^)]*\)", "", " ".join(words)).rstrip(" .")  # drop source references
+        out.append((path.stem, text))
+    return out
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from pods import registry
+
+    scales_of: dict[str, list[str]] = {}
+    for s in registry.SETTINGS.values():
+        for scale, path in s.experiments.items():
+            scales_of.setdefault(Path(path).stem, []).append(f"{scale} ({s.letter})")
+    rows = experiment_descriptions()
+    width = max(len(name) for name, _ in rows)
+    for name, text in rows:
+        where = f" [--scale {', '.join(scales_of[name])}]" if name in scales_of else ""
+        print(f"{name:<{width}}  {text}{where}")
+    return EXIT_OK
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
@@ -190,8 +260,19 @@ def _print_config(cfg, header: str) -> None:
     print(f"# run_dir: {resolve_run_dir(cfg)}")
 
 
+def _scale_overrides(args: argparse.Namespace) -> list[str]:
+    """The command line's overrides, with the workflow's run at ``--scale`` added (pods.scales)."""
+    if not args.scale:
+        return list(args.overrides)
+    from pods.scales import workflow_overrides
+
+    overrides, note = workflow_overrides(args.config, args.overrides, args.scale)
+    print(f"pods: {note}", file=sys.stderr)
+    return overrides
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config, args.overrides, check_machine=not args.dry_run)
+    cfg = load_config(args.config, _scale_overrides(args), check_machine=not args.dry_run)
     if args.dry_run:
         _print_config(cfg, f"resolved from {args.config} (dry run: machine checks skipped; nothing trained)")
         return EXIT_OK
@@ -203,7 +284,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config, args.overrides, check_machine=not args.paper)
+    cfg = load_config(args.config, _scale_overrides(args), check_machine=not args.paper)
     mode = "machine checks skipped (--paper)" if args.paper else "valid on this machine"
     _print_config(cfg, f"resolved from {args.config}: {mode}")
     return EXIT_OK
@@ -297,7 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.cmd = argv[0]
         if args.cmd in ("train", "eval", "validate"):
             _refuse_repeated_keys(args.overrides)
-        handler = {"train": _cmd_train, "eval": _cmd_eval, "validate": _cmd_validate, "config": _cmd_config}[args.cmd]
+        handler = {
+            "train": _cmd_train,
+            "eval": _cmd_eval,
+            "validate": _cmd_validate,
+            "config": _cmd_config,
+            "list": _cmd_list,
+        }[args.cmd]
         return handler(args)
     except ConfigError as e:
         print(f"pods: config error: {_one_paragraph(e)}", file=sys.stderr)

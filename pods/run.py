@@ -197,6 +197,7 @@ class RunController(TrainerCallback):
         for name, res, dt in results:
             row = {"step": step, "time_s": self.train_time_s, "dataset": name, **res}
             self.log.log_eval({**row, "eval_time_s": dt, "grid_index": grid_index, "final": final})
+        self._report_eval(results)
         self.evals_done += 1
         self.last_eval_step = step
         self.totals["eval_time_s"] += time.perf_counter() - t0
@@ -210,6 +211,21 @@ class RunController(TrainerCallback):
                 file=sys.stderr,
                 flush=True,
             )
+
+    def _report_eval(self, results: list[tuple[str, dict, float]]) -> None:
+        """Send an evaluation to the trainer's ``report_to`` backends (TensorBoard, W&B, ...) as
+        ``eval/{dataset}/{metric}`` at the current step: HF's integrations name a key ``eval_X`` ``eval/X``.
+        Only the reporting callbacks see these logs (this controller's on_log skips them: no "loss")."""
+        tr = self.trainer
+        if not results or not tr.args.report_to:
+            return
+        logs = {
+            f"eval_{name}/{key}": float(value)
+            for name, res, _ in results
+            for key, value in res.items()
+            if key not in ("n_examples", "repeats") and isinstance(value, int | float) and not isinstance(value, bool)
+        }
+        tr.callback_handler.on_log(tr.args, tr.state, tr.control, logs)
 
     def _open_bar(self, global_step: int) -> None:
         from tqdm.auto import tqdm

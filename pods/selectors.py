@@ -15,6 +15,16 @@ Rules live in a small registry keyed by the name used in configs (``rollout.rule
 - ``random`` (D_rand): m indices uniformly without replacement, seeded by ``generator``.
 - ``percentile`` (D_perc): the rollouts at the reward quantiles (j - 0.5)/m, j = 1..m.
 - ``all``: keep every rollout (requires m == n; vanilla GRPO).
+- ``max_variance_shortest`` (length-aware, beyond the paper; a GFPO-style length filter that keeps
+  PODS's guarantee): the same kept *rewards* as ``max_variance`` (so the same maximal variance and the
+  same advantages), and, for each distinct kept reward value v taken c times, the c rollouts with the
+  shortest completions among those whose reward is v (equal lengths: the lower index). With 0/1
+  correctness rewards it trains on the shortest correct and the shortest wrong rollouts of the
+  max-variance split. Needs ``lengths`` (each rollout's completion length, e.g. in tokens).
+
+A rule registered with ``register_selector(name, uses_lengths=True)`` is called with the rollouts'
+completion lengths as the keyword ``lengths_P_N`` (float64, the shape of the rewards); ``select``
+then needs ``lengths=``, and :class:`pods.trainer.PODSGRPOTrainer` passes the completion token counts.
 
 Determinism and ties (the paper leaves these open, PAPER.md §1.3 [GAP]):
 
@@ -42,26 +52,48 @@ import torch
 
 from pods import registry
 
-__all__ = ["RULES", "check_rule", "register_selector", "select"]
+__all__ = ["RULES", "check_rule", "register_selector", "select", "uses_lengths"]
 
-# A rule maps (rewards_P_N float64, m, generator) -> keep_P_M (LongTensor, any order within a row).
-SelectorFn = Callable[[torch.Tensor, int, "torch.Generator | None"], torch.Tensor]
+# A rule maps (rewards_P_N float64, m, generator) -> keep_P_M (LongTensor, any order within a row); a rule
+# registered with uses_lengths=True also gets lengths_P_N= (float64, completion lengths).
+SelectorFn = Callable[..., torch.Tensor]
 _REGISTRY: dict[str, SelectorFn] = {}
+_USES_LENGTHS: set[str] = set()
 
 # Two variances closer than this (relative to the group's spread) are treated as equal.
 _VAR_RTOL = 1e-12
 
 
-def register_selector(name: str) -> Callable[[SelectorFn], SelectorFn]:
-    """Register a down-sampling rule under ``name`` (the string used in configs)."""
+def register_selector(name: str, *, uses_lengths: bool = False) -> Callable[[SelectorFn], SelectorFn]:
+    """Register a down-sampling rule under ``name`` (the string used in configs and ``pods_rule``).
+
+    The rule is called as ``fn(rewards_P_N, m, generator)`` (float64 rewards of P groups of n rollouts;
+    returns the (P, m) kept indices, any order within a row). With ``uses_lengths=True`` it is called as
+    ``fn(rewards_P_N, m, generator, lengths_P_N=...)`` with each rollout's completion length, so a
+    length-aware rule is one function::
+
+        @register_selector("shortest_correct", uses_lengths=True)
+        def shortest_correct(r_P_N, m, generator, lengths_P_N):
+            # best reward first, then the shortest completion
+            order = torch.sort(lengths_P_N, dim=-1, stable=True).indices
+            best = torch.sort(-r_P_N.gather(-1, order), dim=-1, stable=True).indices[:, :m]
+            return order.gather(-1, best)
+    """
 
     def deco(fn: SelectorFn) -> SelectorFn:
         if name in _REGISTRY:
             raise ValueError(f"a down-sampling rule named {name!r} is already registered")
         _REGISTRY[name] = fn
+        if uses_lengths:
+            _USES_LENGTHS.add(name)
         return fn
 
     return deco
+
+
+def uses_lengths(rule: str) -> bool:
+    """Whether the rule ``rule`` ranks rollouts by their completion lengths (needs ``lengths=``)."""
+    return rule in _USES_LENGTHS
 
 
 def _rules_text() -> str:
@@ -117,19 +149,47 @@ def _validate(rewards: torch.Tensor, m: int, rule: str) -> torch.Tensor:
     return r.unsqueeze(0) if r.dim() == 1 else r
 
 
+def _validate_lengths(lengths: object, rewards: torch.Tensor, rule: str) -> torch.Tensor:
+    """The completion lengths as a float64 (P, N) tensor, or raise ValueError saying what to pass."""
+    if lengths is None:
+        raise ValueError(
+            f"rule {rule!r} ranks rollouts by completion length: pass lengths= (each rollout's completion "
+            "length, e.g. its token count, in a tensor of the rewards' shape)"
+        )
+    if not isinstance(lengths, torch.Tensor):
+        raise ValueError(f"lengths must be a torch.Tensor of the rewards' shape, got {type(lengths).__name__}")
+    if lengths.shape != rewards.shape:
+        raise ValueError(
+            f"lengths has shape {tuple(lengths.shape)} but rewards {tuple(rewards.shape)}: one length per rollout"
+        )
+    ln = lengths.to(torch.float64)
+    if not torch.isfinite(ln).all() or (ln < 0).any():
+        raise ValueError("lengths must be finite and >= 0 (completion lengths, e.g. in tokens)")
+    return ln.unsqueeze(0) if ln.dim() == 1 else ln
+
+
 def select(
-    rewards: torch.Tensor, m: int, rule: str = "max_variance", generator: torch.Generator | None = None
+    rewards: torch.Tensor,
+    m: int,
+    rule: str = "max_variance",
+    generator: torch.Generator | None = None,
+    lengths: torch.Tensor | None = None,
 ) -> torch.LongTensor:
     """Indices of the m rollouts kept per group, sorted ascending; shape (m,) or (P, m).
 
     Args:
         rewards: float tensor of shape (n,) (one group) or (P, n) (P prompt groups of n rollouts).
         m: rollouts to keep per group, 1 <= m <= n.
-        rule: a name in :data:`RULES`.
+        rule: a name in :data:`RULES` (or registered with :func:`register_selector`).
         generator: torch RNG for the ``random`` rule (reproducible selection); ignored otherwise.
+        lengths: each rollout's completion length, the shape of ``rewards``; needed by the rules that
+            rank by length (:func:`uses_lengths`), ignored by the others.
     """
     r_P_N = _validate(rewards, m, rule)
-    keep_P_M = _REGISTRY[rule](r_P_N, m, generator)
+    if rule in _USES_LENGTHS:
+        keep_P_M = _REGISTRY[rule](r_P_N, m, generator, lengths_P_N=_validate_lengths(lengths, rewards, rule))
+    else:
+        keep_P_M = _REGISTRY[rule](r_P_N, m, generator)
     keep_P_M = keep_P_M.sort(dim=-1).values.to(device=rewards.device, dtype=torch.long)
     return keep_P_M[0] if rewards.dim() == 1 else keep_P_M
 
@@ -193,6 +253,29 @@ def _percentile(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) 
 def _all(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
     P, N = r_P_N.shape
     return torch.arange(N, device=r_P_N.device).expand(P, N)
+
+
+@register_selector("max_variance_shortest", uses_lengths=True)
+def _max_variance_shortest(
+    r_P_N: torch.Tensor, m: int, generator: torch.Generator | None, lengths_P_N: torch.Tensor
+) -> torch.Tensor:
+    # The rewards max_variance keeps; each value's copies from the shortest rollouts of that value.
+    P, N = r_P_N.shape
+    kept_r_P_M = r_P_N.gather(-1, _max_variance(r_P_N, m, generator))
+    # Order every group by (reward, length, index): stable sorts, last key first.
+    order_P_N = torch.sort(lengths_P_N, dim=-1, stable=True).indices
+    order_P_N = order_P_N.gather(-1, torch.sort(r_P_N.gather(-1, order_P_N), dim=-1, stable=True).indices)
+    sorted_r_P_N = r_P_N.gather(-1, order_P_N)
+    # Rank of each sorted rollout within its block of equal rewards (0 = the shortest of that reward).
+    pos_N = torch.arange(N, device=r_P_N.device)
+    new_block_P_N = torch.ones_like(sorted_r_P_N, dtype=torch.bool)
+    new_block_P_N[:, 1:] = sorted_r_P_N[:, 1:] != sorted_r_P_N[:, :-1]
+    start_P_N = torch.where(new_block_P_N, pos_N, 0).cummax(dim=-1).values
+    rank_P_N = pos_N - start_P_N
+    # How many copies of each rollout's reward value max_variance keeps (exact: the same float values).
+    copies_P_N = (sorted_r_P_N.unsqueeze(-1) == kept_r_P_M.unsqueeze(-2)).sum(-1)
+    take_P_N = rank_P_N < copies_P_N  # exactly m per group: the copies add up to m, each block is big enough
+    return order_P_N[take_P_N].view(P, m)
 
 
 RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))  # = pods.registry.RULES (tests/test_selectors.py)

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import string
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +28,7 @@ from typing import Any
 import torch
 
 from pods import data as pdata
+from pods import kernels
 from pods.kernels import check_kernel_env, kernels_label
 
 
@@ -385,6 +387,19 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
     from transformers import AutoModelForCausalLM
 
     t_start = time.perf_counter()
+
+    def say(text: str) -> None:
+        if log:
+            print(
+                f"[pods.models] tiny:{name}: {text} ({time.perf_counter() - t_start:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    say(
+        f"building into {out_dir} (once per machine and CPU kernels; a few minutes on a CPU): supervised warm start "
+        f"on {spec.task}, up to {spec.sft_steps} steps, checking the sampled accuracy every {spec.eval_every}"
+    )
     torch.manual_seed(spec.seed)
     tokenizer = build_char_tokenizer(tag_tokens=spec.tag_tokens)
     model = AutoModelForCausalLM.from_config(_tiny_config(spec, tokenizer), dtype=torch.float32).to(device)
@@ -414,12 +429,8 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
                 model, tokenizer, val * spec.val_samples, spec.temperature, spec.max_new_tokens, seed=step
             )
             history.append({"step": step, "loss": round(loss.item(), 4), "val_accuracy": acc["accuracy"]})
-            if log:
-                t = time.perf_counter() - t_start
-                print(
-                    f"[build_tiny {name}] step {step} {t:.0f}s loss {loss.item():.3f} val acc {acc['accuracy']:.3f}",
-                    flush=True,
-                )
+            target = "" if spec.anneal else f" (stops at {spec.target_accuracy:.2f})"
+            say(f"supervised step {step}: loss {loss.item():.3f}, sampled accuracy {acc['accuracy']:.3f}{target}")
             if not spec.anneal and acc["accuracy"] >= spec.target_accuracy:
                 stop_reason = "target_accuracy"
                 break
@@ -427,6 +438,7 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
             stop_reason = "max_sft_seconds"
             break
     sft_seconds = time.perf_counter() - t_start
+    say(f"warm start done after {step} supervised steps ({stop_reason}); measuring the test accuracy at 4 temperatures")
 
     # The starting point of RL, measured on the fixed test set at several temperatures.
     test = pdata.load_task(spec.task, "test", prompt_style="plain", limit=spec.test_size)
@@ -465,6 +477,7 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
     if out_dir.exists():
         shutil.rmtree(out_dir)
     shutil.move(str(tmp), out_dir)
+    say(f"built: {out_dir} (greedy test accuracy {start['greedy']['accuracy']:.3f})")
     return out_dir
 
 
@@ -499,16 +512,48 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def wanted_kernels() -> str:
+    """The CPU kernels of the cached builds this process uses: its own (:func:`pods.kernels.kernels_label`),
+    except in a process that left them unpinned only because torch ran before ``import pods`` could pin
+    them (no pin variable set, no ``PODS_KERNELS=native``, an AVX2 CPU): that process shares the pinned
+    ("avx2") build with ``pods train`` instead of building a model of its own (:func:`ensure_tiny`)."""
+    label = kernels_label()
+    if label != "native" or os.environ.get(kernels.OPT_OUT, "").lower() == "native":
+        return label
+    if any(key in os.environ for key in kernels.PINNED) or not kernels._cpu_has_avx2():
+        return label  # a user's own variables, or nothing to pin: its own kernels, its own build
+    return "avx2"
+
+
+def _build_pinned_in_subprocess(name: str) -> None:
+    """Build (or reuse) tiny model ``name`` in a fresh interpreter whose kernels are pinned before torch runs."""
+    env = {**os.environ, **kernels.PINNED}
+    print(f"[pods.models] tiny:{name}: torch ran before `import pods` could pin its CPU kernels, so the pinned build "
+          "that `pods train` uses is made in a subprocess", file=sys.stderr, flush=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "pods.models", "build", f"tiny:{name}"], env=env, stdout=subprocess.DEVNULL, check=False
+    )
+    if proc.returncode:
+        raise PolicyError(
+            f"building tiny:{name} under the pinned CPU kernels failed (exit {proc.returncode}, its output above); "
+            f"run `python -m pods.models build tiny:{name}` to see why, or import pods before torch"
+        )
+
+
 def ensure_tiny(name: str, device: str = "cpu") -> Path:
     """Directory of the cached tiny model `name`, built on first use (its warm start on `device`).
 
     A CPU build made under other CPU kernels (pods.kernels: the pinned "avx2" or torch's own, "native") is
     another model, so this process rebuilds it; the other build is not thrown away but kept beside it as
     ``<name>@<kernels>`` and moved back, instead of a rebuild, when a process under those kernels asks
-    again (a run under ``PODS_KERNELS=native`` or a user's ``MKL_CBWR`` then costs the pinned build nothing)."""
+    again (a run under ``PODS_KERNELS=native`` or a user's ``MKL_CBWR`` then costs the pinned build nothing).
+    A process whose torch ran before ``import pods`` could pin its kernels uses the pinned build, as
+    ``pods train`` and any script that imports pods first do (:func:`wanted_kernels`), built in a pinned
+    subprocess when there is none. The build prints its progress to stderr."""
     spec = dataclasses.asdict(resolve_tiny_spec(name))  # unknown names fail before any lock or build
     check_kernel_env()  # a typo in a kernel variable must not move this build aside and make another
     out = cache_root() / "tiny" / name
+    want = wanted_kernels() if device == "cpu" else kernels_label()
 
     def card_of(d: Path) -> dict | None:
         path = d / "pods_tiny.json"
@@ -524,13 +569,19 @@ def ensure_tiny(name: str, device: str = "cpu") -> Path:
     def built_kernels(card: dict) -> str | None:
         # A build made on a GPU (`pods.models build ... --device cuda`, card "device": "cuda") does not depend
         # on the CPU's kernels, whoever asks for it: a consumer on the default CPU path must not rebuild it.
-        return kernels_label() if card.get("device", "cpu") != "cpu" else (card.get("cpu") or {}).get("kernels")
+        return want if card.get("device", "cpu") != "cpu" else (card.get("cpu") or {}).get("kernels")
 
     def fresh(d: Path = out) -> bool:
         card = card_of(d)
-        return card is not None and same_recipe(card) and built_kernels(card) == kernels_label()
+        return card is not None and same_recipe(card) and built_kernels(card) == want
 
     if fresh():
+        return out
+    if want != kernels_label():  # this process cannot build under the kernels it wants: a pinned one does
+        _build_pinned_in_subprocess(name)
+        if not fresh():
+            raise PolicyError(f"the pinned build of tiny:{name} did not land in {out}; rebuild it with "
+                              f"`python -m pods.models build tiny:{name}`")  # fmt: skip
         return out
     with file_lock(cache_root() / "tiny" / f".{name}.lock"):
         if fresh():  # another process may have built it meanwhile
@@ -541,16 +592,16 @@ def ensure_tiny(name: str, device: str = "cpu") -> Path:
             aside = out.parent / f"{name}@{other}"
             shutil.rmtree(aside, ignore_errors=True)
             out.rename(aside)
-            print(f"[pods.models] {out} was built under {other} CPU kernels, not {kernels_label()}: kept as {aside}",
+            print(f"[pods.models] {out} was built under {other} CPU kernels, not {want}: kept as {aside}",
                   file=sys.stderr)  # fmt: skip
-        back = out.parent / f"{name}@{kernels_label()}"
+        back = out.parent / f"{name}@{want}"
         if fresh(back):
             shutil.rmtree(out, ignore_errors=True)
             back.rename(out)
-            print(f"[pods.models] {out}: the build under {kernels_label()} CPU kernels moved back from {back}",
+            print(f"[pods.models] {out}: the build under {want} CPU kernels moved back from {back}",
                   file=sys.stderr)  # fmt: skip
             return out
         if card is not None and other is None:
             print(f"[pods.models] {out} was built from another recipe; rebuilding", file=sys.stderr)
-        build_tiny(name, out, log=device != "cpu", device=device)
+        build_tiny(name, out, log=True, device=device)
     return out

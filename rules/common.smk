@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 from snakemake.utils import validate
 
-from pods import registry
+from pods import registry, scales
 
 # Figure scripts (figures/<name>.py) -> what the report says about them. fig_1 plots the benchmark
 # CSV (--bench); every other figure plots the tidy tables of the runs (--curves, --steps).
@@ -92,13 +92,6 @@ def load_sheet(path):
     return arms
 
 
-def _override_value(value):
-    # YAML spelling, so that the trainer's YAML-typed parsing reads back the same value.
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "null" if value is None else str(value)
-
-
 def setting_knobs(letter):
     """Workflow knobs of a setting in the active scale (resources, overrides; schema defaults)."""
     defaults = {"gpus": 0, "threads": 1, "mem_mb": 4000, "runtime_min": 60, "overrides": {}}
@@ -106,19 +99,12 @@ def setting_knobs(letter):
 
 
 def _run_overrides(arm):
-    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets."""
-    sheet_part = arm.overrides
-    scale_part = {**SCALE["overrides"], **setting_knobs(arm.setting)["overrides"]}
-    if not arm.role:  # the sweeps and ablations: the scale may give them their own budget
-        scale_part.update(SCALE.get("ablation_overrides") or {})
-    clash = sorted(set(sheet_part) & set(scale_part))
-    if clash:
-        _fail(
-            f"scales.{SCALE_NAME} overrides {clash}, which the run sheet sets per arm: "
-            "remove them from the scale (hyperparameters belong to the sheet or experiments/*.yaml)"
-        )
-    fidelity_part = {} if FIDELITY == "paper" else {"fidelity": FIDELITY}
-    return [f"{k}={_override_value(v)}" for k, v in {**fidelity_part, **sheet_part, **scale_part}.items()]
+    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets (pods.scales, which
+    `pods train CONFIG --scale NAME` uses too: one run outside Snakemake is the same run)."""
+    try:
+        return scales.run_overrides(SCALE, arm, FIDELITY, SCALE_NAME)
+    except ValueError as err:
+        _fail(str(err))
 
 
 def _build_runs(arms):

@@ -262,7 +262,10 @@ def test_help(mod, capsys):
     assert "usage" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["bench_memory", "bench_asymmetry", "bench_select", "cost_model", "profile_tiny_step"])
+@pytest.mark.parametrize(
+    "name",
+    ["bench_memory", "bench_asymmetry", "bench_select", "cost_model", "profile_tiny_step", "bench_trl_generation"],
+)
 def test_benchmarks_folder_holds_thin_entry_points(name):
     """benchmarks/*.py only forward to the package (issue 12 item 3: a wheel has the code)."""
     text = (REPO / "benchmarks" / f"{name}.py").read_text()
@@ -402,3 +405,22 @@ def test_bench_bad_input_exits_2_with_one_line(argv, why):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert why in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ----------------------------------------------------------------------------- bench_trl_generation
+
+
+def test_trl_generation_bench_prints_trl_s_calls_for_pods(tiny_policy_dir, capsys):
+    """PODSGRPOTrainer's default makes TRL's one generate() call per round; the seeded mode one per group."""
+    from pods.bench import bench_trl_generation
+
+    argv = ["--model", str(tiny_policy_dir), "--steps", "1", "--repeats", "1", "--prompts", "2", "--n", "4",
+            "--m", "2", "--max-completion-length", "8"]  # fmt: skip
+    assert bench_trl_generation.main(argv) == 0
+    out = capsys.readouterr().out
+    rows = {ln[:30].strip(): ln[30:].split() for ln in out.splitlines() if ln.startswith(("trl.", "PODS"))}
+    assert rows["trl.GRPOTrainer"][0] == "1.00"  # generate calls per step
+    assert rows["PODSGRPOTrainer"][0] == "1.00"
+    assert rows["PODSGRPOTrainer, seeded"][0] == "2.00"  # one per prompt group
+    assert rows["PODSGRPOTrainer / TRL"][0] == "1.00x"
+    assert "first step's rollouts, PODSGRPOTrainer (default) vs trl.GRPOTrainer: the same tokens" in out

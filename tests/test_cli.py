@@ -238,3 +238,80 @@ def test_eval_path_imports_no_trainer():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=_env())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_version_names_pods_and_its_torch_and_trl(capsys):
+    from importlib.metadata import version
+
+    import pods
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"pods {pods.__version__} (")
+    assert f"trl {version('trl')}" in out
+    assert f"torch {version('torch')}" in out
+
+
+def test_list_prints_each_shipped_experiment_on_one_line(capsys):
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = sorted(p.stem for p in (REPO / "experiments").glob("*.yaml"))
+    assert [ln.split()[0] for ln in lines] == names
+    row = dict(ln.split(maxsplit=1) for ln in lines)
+    assert row["tiny_a"].startswith("Tiny analogue of setting (a)")
+    assert row["tiny_a"].endswith("[--scale tiny (a), smoke (a)]")
+    assert row["a_gsm8k_qwen3b"].startswith("Setting (a): GSM8K, Qwen2.5-3B-Instruct")
+    assert all("PAPER.md" not in ln for ln in lines)
+
+
+def test_public_names_import_from_pods_lazily():
+    code = (
+        "import sys, pods\n"
+        "assert 'torch' not in sys.modules and 'trl' not in sys.modules, 'import pods must stay cheap'\n"
+        "from pods import PODSGRPOTrainer, PODSConfig, select, register_selector\n"
+        "import pods.trainer, pods.selectors\n"
+        "assert PODSGRPOTrainer is pods.trainer.PODSGRPOTrainer and select is pods.selectors.select\n"
+        "print('ok')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    with pytest.raises(AttributeError, match="module 'pods' has no attribute 'nope'"):
+        __import__("pods").nope  # noqa: B018
+
+
+def test_every_message_that_names_a_class_names_an_importable_path():
+    """A PODSConfig given to trl.GRPOTrainer said "Build pods.PODSGRPOTrainer", which did not import."""
+    import ast
+    import importlib
+    import re
+
+    classes = r"(?:PODSGRPOTrainer|PODSConfig|GRPOTrainer|GRPOConfig|EpochRepeatSampler|Trainer)"
+    pattern = re.compile(rf"(?<![\w.])((?:[A-Za-z_]\w*\.)*){classes}\b")
+    found = []
+    for path in sorted((REPO / "pods").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        # the text of every raised error, and the names _check_rule puts in front of its messages
+        messages = [n for n in ast.walk(tree) if isinstance(n, ast.Raise)]
+        messages += [n.args[0] for n in ast.walk(tree)
+                     if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "_check_rule" and n.args]  # fmt: skip
+        for message in messages:
+            for node in ast.walk(message):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    found.extend((path.name, m.group(0)) for m in pattern.finditer(node.value))
+    assert found, "the scan found no class names at all"
+    for where, name in found:
+        mod, _, attr = name.rpartition(".")
+        assert mod, f"{where}: a message names {name!r} without its module (e.g. pods.{name})"
+        head = name.split(".")
+        for cut in range(len(head) - 1, 0, -1):  # the longest importable module prefix, then attributes
+            try:
+                obj = importlib.import_module(".".join(head[:cut]))
+            except ImportError:
+                continue
+            for part in head[cut:]:
+                obj = getattr(obj, part)
+            break
+        else:
+            raise AssertionError(f"{where}: {name!r} is not importable")

@@ -85,6 +85,7 @@ def test_the_wheel_ships_code_data_and_no_repository_files(installed):
     assert "pods/experiments/tiny_a.yaml" in names
     assert "pods/experiments/accelerate/zero2_8gpu.yaml" in names
     assert {"pods/sheets/runs.tsv", "pods/sheets/runs_tiny.tsv", "pods/analysis/released_logs.sha256"} <= names
+    assert "pods/sheets/config.yaml" in names  # pods train --scale reads the workflow's scales from it
     assert not [n for n in names if n.startswith(("tests/", "results/", "resources/", "benchmarks/"))]
 
 
@@ -161,7 +162,7 @@ def wheel_layout(tmp_path, monkeypatch):
     package = tmp_path / "site" / "pods"
     shutil.copytree(REPO / "experiments", package / "experiments")
     (package / "sheets").mkdir(parents=True)
-    for sheet in (REPO / "config").glob("runs*.tsv"):
+    for sheet in [*(REPO / "config").glob("runs*.tsv"), REPO / "config" / "config.yaml"]:
         shutil.copy2(sheet, package / "sheets" / sheet.name)
     monkeypatch.setattr(registry, "IN_CHECKOUT", False)
     monkeypatch.setattr(registry, "PACKAGE_DIR", package)
@@ -206,7 +207,8 @@ def test_core_dependencies_and_extras():
     names = {k: {re.split(r"[<>=!\[ ]", d, maxsplit=1)[0] for d in v} for k, v in extras.items()}
     assert {"snakemake", "pandas", "pyarrow", "jsonschema"} <= names["workflow"]
     assert "matplotlib" in names["figures"]
-    assert extras["all"] == ["pods-rl[workflow,figures,bench]"]
+    assert extras["all"] == ["pods-rl[workflow,figures,bench,tensorboard]"]
+    assert names["tensorboard"] == {"tensorboard"}  # trl.report_to=[tensorboard] outside the dev install
     assert "trl[vllm]>=1.16,<1.17" in extras["gpu"]
     assert "flash-attn" not in names["gpu"]
     assert "flash-attn --no-build-isolation" in (REPO / "README.md").read_text()
@@ -222,3 +224,12 @@ def test_pods_bench_runs_code_from_the_package():
     assert {"asymmetry", "memory", "select", "cost_model"} <= {cli._bench_script(n).stem.removeprefix("bench_")
                                                                for n in ("asymmetry", "memory", "select", "cost_model")
                                                                if cli._bench_script(n).is_file()}  # fmt: skip
+
+
+def test_wheel_build_folders_are_ignored_by_git():
+    """`pip wheel --no-deps . -w dist` leaves build/ and dist/ in the checkout: git must not list them."""
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    res = subprocess.run(["git", "check-ignore", "build/lib/pods/cli.py", "dist/pods_rl-0.1.0-py3-none-any.whl"],
+                         cwd=REPO, capture_output=True, text=True)  # fmt: skip
+    assert res.stdout.split() == ["build/lib/pods/cli.py", "dist/pods_rl-0.1.0-py3-none-any.whl"], res.stderr

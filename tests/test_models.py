@@ -458,3 +458,83 @@ def test_policy_identity_names_the_weights_and_build_of_a_tiny_model(built, tmp_
         "scale": "paper",
         "source": "Qwen/Qwen2.5-3B-Instruct",
     }
+
+
+def test_a_build_prints_its_phases_to_stderr(cache, monkeypatch, capsys):
+    """A first `pods train` spent minutes building the tiny model with nothing printed."""
+    fields = {k: v for k, v in FAST.items() if k != "log"}
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields))
+    models.ensure_tiny("llama-arith")
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout stays the command's own (pods train prints the run directory there)
+    lines = [ln for ln in captured.err.splitlines() if ln.startswith("[pods.models] tiny:llama-arith:")]
+    assert "building into" in lines[0], lines
+    assert "a few minutes on a CPU" in lines[0], lines
+    assert [ln for ln in lines if "supervised step 2:" in ln], lines
+    assert [ln for ln in lines if "supervised step 4:" in ln], lines
+    assert "measuring the test accuracy" in lines[-2]
+    assert lines[-1].split(": ", 1)[1].startswith(f"built: {cache / 'tiny' / 'llama-arith'}")
+    models.ensure_tiny("llama-arith")  # cached: silent
+    assert capsys.readouterr().err == ""
+
+
+UNPINNED_SCRIPT = """
+import json, sys
+import torch
+torch.ones(4).add(1)  # torch's first operation, before pods is imported (as `from trl import ...` first)
+import pods
+from pods import kernels, models
+models.TINY_MODELS["llama-arith"] = models.TinySpec(**json.loads(sys.argv[1]))
+path = models.ensure_tiny("llama-arith")
+print(json.dumps({"label": kernels.kernels_label(), "path": str(path)}))
+"""
+
+
+@pytest.mark.skipif(not __import__("pods.kernels").kernels._cpu_has_avx2(), reason="the pin applies to AVX2 CPUs")
+def test_a_script_that_ran_torch_first_uses_the_pinned_build_of_pods_train(cache, monkeypatch):
+    """The example script run after `pods train` moved the pinned tiny model aside and rebuilt it (its
+    torch ran unpinned): now it uses the same cached build."""
+    import os
+    import subprocess
+    import sys
+
+    from pods import kernels
+
+    fields = {k: v for k, v in FAST.items() if k != "log"}
+    monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields))
+    out = models.ensure_tiny("llama-arith")  # this (pinned) process: the build `pods train` makes
+    card = json.loads((out / "pods_tiny.json").read_text())
+    assert card["cpu"]["kernels"] == "avx2"
+    env = {k: v for k, v in os.environ.items() if k not in (*kernels.PINNED, kernels.OPT_OUT)}
+    proc = subprocess.run([sys.executable, "-c", UNPINNED_SCRIPT, json.dumps(fields)], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res == {"label": "native", "path": str(out)}  # torch's own kernels, the pinned build
+    assert json.loads((out / "pods_tiny.json").read_text()) == card  # not rebuilt
+    assert sorted(p.name for p in (cache / "tiny").iterdir() if not p.name.startswith(".")) == ["llama-arith"]
+    assert "kept as" not in proc.stderr, proc.stderr
+    assert "building" not in proc.stderr, proc.stderr
+
+
+def test_an_unpinned_process_builds_the_pinned_model_in_a_subprocess(cache, monkeypatch):
+    from pods import kernels
+
+    calls = []
+
+    def fake_run(argv, env, **kw):
+        calls.append((argv, {k: env.get(k) for k in kernels.PINNED}))
+        out = cache / "tiny" / "llama-arith"
+        out.mkdir(parents=True)
+        spec = dataclasses.asdict(tiny.resolve_tiny_spec("llama-arith"))
+        card = {"spec": spec, "data_version": tiny.pdata.SYNTHETIC_VERSION, "cpu": {"kernels": "avx2"}}
+        (out / "pods_tiny.json").write_text(json.dumps(card))
+        return __import__("subprocess").CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(tiny, "kernels_label", lambda: "native")
+    monkeypatch.setattr(tiny, "wanted_kernels", lambda: "avx2")
+    monkeypatch.setattr(tiny.subprocess, "run", fake_run)
+    assert models.ensure_tiny("llama-arith") == cache / "tiny" / "llama-arith"
+    ((argv, env),) = calls
+    assert argv[1:] == ["-m", "pods.models", "build", "tiny:llama-arith"]
+    assert env == kernels.PINNED

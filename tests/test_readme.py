@@ -24,3 +24,10 @@ def test_readme_commands_do_not_need_the_development_folders():
     commands = "\n".join(re.findall(r"```bash\n(.*?)```", README, re.S))
     assert "../shared" not in commands
     assert "snakemake -c1 results/released/time_to_peak.csv" in commands  # the download is the default
+
+
+def test_readme_says_which_grpo_config_fields_pods_train_takes():
+    # It said "any other GRPOConfig field" while `pods train` refuses the fields the package sets itself.
+    assert "any other `GRPOConfig` field" not in README
+    assert "any `GRPOConfig` field the package does not set itself" in README
+    assert "docs/trl.md" in README

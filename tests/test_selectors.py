@@ -201,7 +201,12 @@ def test_random_is_seeded_uniform_without_replacement():
         (torch.tensor([0.0, float("inf")]), 1, "max_reward", "NaN or inf"),
         (torch.zeros(2, 3, 4), 2, "max_variance", r"shape \(n,\) or \(P, n\)"),
         (torch.zeros(()), 1, "max_variance", r"shape \(n,\) or \(P, n\)"),
-        (torch.zeros(4), 2, "maxvar", "valid rules: all, max_reward, max_variance, percentile, random"),
+        (
+            torch.zeros(4),
+            2,
+            "maxvar",
+            "valid rules: all, max_reward, max_variance, max_variance_shortest, percentile, random",
+        ),
         (torch.zeros(4), 2, "all", "needs m == n"),
         ([0.0, 1.0], 1, "max_variance", "torch.as_tensor"),
         (torch.zeros(4), 2.0, "max_variance", "Python int"),
@@ -224,7 +229,7 @@ def test_check_rule_for_configs():
     ]:
         with pytest.raises(ValueError, match=match):
             check_rule(*args)
-    assert set(RULES) == {"all", "max_reward", "max_variance", "percentile", "random"}
+    assert set(RULES) == {"all", "max_reward", "max_variance", "max_variance_shortest", "percentile", "random"}
     assert RULES == registry.RULES  # the torch-free registry names exactly the registered selectors
 
 
@@ -235,3 +240,58 @@ def test_large_group_prefix_sums_stay_accurate():
     keep = select(r, 1024)
     # Optimal for 3 levels with >= 512 at each extreme: 512 lowest + 512 highest values.
     assert sorted(r[keep].tolist()) == [1e6] * 512 + [1e6 + 2] * 512
+
+
+# ---- max_variance_shortest: max_variance's rewards, each from the shortest rollouts that have it -----
+lengths_for = st.integers(2, 12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from([0.0, 0.25, 1.0, 1.2, 2.2]), min_size=n, max_size=n),
+        st.lists(st.integers(1, 6), min_size=n, max_size=n),  # few lengths: ties in length too
+        st.integers(1, n),
+    )
+)
+
+
+@FAST
+@given(lengths_for)
+def test_max_variance_shortest_is_the_shortest_subset_with_max_variance_s_rewards(case):
+    values, lens, m = case
+    r = torch.tensor(values, dtype=torch.float64)
+    ln = torch.tensor(lens, dtype=torch.float64)
+    keep = select(r, m, "max_variance_shortest", lengths=ln)
+    mv = select(r, m, "max_variance")
+    assert keep.shape == (m,)
+    assert keep.tolist() == sorted(set(keep.tolist()))  # distinct, ascending like every rule
+    assert sorted(r[keep].tolist()) == sorted(r[mv].tolist())  # the same kept rewards, so the same variance
+    # brute force: of all subsets with those rewards, the least total length, ties to the lowest indices
+    want = sorted(r[mv].tolist())
+    best = min(
+        (c for c in itertools.combinations(range(len(values)), m) if sorted(r[list(c)].tolist()) == want),
+        key=lambda c: (
+            float(ln[list(c)].sum()),
+            [sorted((float(ln[i]), i) for i in c if r[i] == v) for v in set(want)],
+        ),
+    )
+    assert float(ln[keep].sum()) == float(ln[list(best)].sum())
+    for v in set(want):  # within each reward value: the shortest, equal lengths by lower index
+        with_v = sorted((i for i in range(len(values)) if r[i] == v), key=lambda i: (float(ln[i]), i))
+        assert sorted(i for i in keep.tolist() if r[i] == v) == sorted(with_v[: want.count(v)])
+
+
+def test_max_variance_shortest_examples_and_its_lengths_argument():
+    r = torch.tensor([[0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]])
+    ln = torch.tensor([[5.0, 3.0, 9.0, 2.0, 1.0, 7.0, 4.0, 6.0], [9.0, 1, 1, 1, 1, 1, 1, 9]])
+    keep = select(r, 4, "max_variance_shortest", lengths=ln)
+    # group 0: two 0s (the shortest: indices 3 and 0) and two 1s (indices 4 and 1)
+    assert keep[0].tolist() == [0, 1, 3, 4]
+    assert keep[1].tolist() == select(r, 4, "max_variance")[1].tolist()  # distinct rewards: max_variance's
+    for bad, match in [
+        (None, "ranks rollouts by completion length: pass lengths="),
+        (ln[:, :4], "one length per rollout"),
+        (-ln, "finite and >= 0"),
+        ([1.0] * 8, "must be a torch.Tensor"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            select(r, 4, "max_variance_shortest", lengths=bad)
+    # the other rules ignore lengths
+    assert select(r, 4, "max_variance", lengths=ln).tolist() == select(r, 4, "max_variance").tolist()

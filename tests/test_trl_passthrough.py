@@ -91,6 +91,16 @@ def test_tensorboard_events_and_pods_model_card(tiny_cfg, tmp_path):
     tags = set(acc.Tags()["scalars"])
     assert {"train/loss", "train/reward", "train/kept_reward"} <= tags, tags
     assert [e.step for e in acc.Scalars("train/kept_reward")] == [1, 2]
+    # the evaluations (what every figure plots) reach the backend too, at their steps, as in eval.jsonl
+    from pods.runlog import read_jsonl
+
+    evals = [row for row in read_jsonl(run_dir / "eval.jsonl") if row["dataset"] == "arith"]
+    assert [(e.step, e.value) for e in acc.Scalars("eval/arith/accuracy")] == [
+        (row["step"], pytest.approx(row["accuracy"])) for row in evals
+    ]
+    assert [row["step"] for row in evals] == [0, 2]
+    assert {"eval/arith/format_accuracy", "eval/arith/both_accuracy", "eval/arith/completion_len_mean"} <= tags
+    assert {"train/kept_reward_std", "train/kept_frac_reward_zero_std", "train/kept_completion_length"} <= tags
     card = (run_dir / "checkpoints" / "README.md").read_text()
     assert "2504.13818" in card
     assert "@article{xu2025pods" in card

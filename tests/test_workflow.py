@@ -273,6 +273,61 @@ def test_single_run_target(workdir):
     assert {"seed=0", "rollout.n=64", "rollout.m=16", "rollout.rule=max_variance"} <= set(job["args"])
 
 
+# run directory of a tiny job -> the command line that names the same run ("pods train tiny_x seed=S ... --scale tiny")
+SCALE_RUNS = {
+    "a/sel~max_variance_n~64_m~16/seed~0": ("tiny_a", ["seed=0"]),  # the README's one run
+    "a/sel~max_variance_n~16_m~16/seed~3": ("tiny_a", ["seed=3", "rollout.n=16", "rollout.m=16"]),
+    "a/sel~random_n~64_m~16/seed~1": ("tiny_a", ["seed=1", "rollout.rule=random"]),  # an ablation: its own budget
+    "a/sel~max_variance_n~64_m~16_norm~before/seed~2": ("tiny_a", ["seed=2", "rollout.normalize=before"]),
+    "e/sel~max_variance_n~8_m~8_ga~8/seed~0": (
+        "tiny_e",
+        ["seed=0", "rollout.n=8", "rollout.m=8", "optim.grad_accum=8"],
+    ),
+    "b/sel~max_variance_n~64_m~16/seed~0": ("tiny_b", ["seed=0"]),
+}
+
+
+def test_pods_train_with_scale_resolves_the_workflow_job_s_config(workdir):
+    """The README's one run without Snakemake trained another model on a 300 s budget: `--scale tiny` gives
+    the workflow's job exactly (its experiment, seed, budgets, evaluation grid, model and run directory)."""
+    from pods.config import load_config, to_dict
+    from pods.scales import workflow_overrides
+
+    out = dry_run(workdir, "tiny", *(f"results/runs/{run}/summary.json" for run in SCALE_RUNS))
+    jobs = train_jobs(out)
+    assert len(jobs) == len(SCALE_RUNS)
+    for job in jobs:
+        run = str(Path(job["summary"]).parent.relative_to("results/runs"))
+        name, args = SCALE_RUNS[run]
+        want = to_dict(load_config(REPO / job["experiment"], job["args"], check_machine=False))
+        overrides, note = workflow_overrides(name, args, "tiny")
+        got = to_dict(load_config(name, overrides, check_machine=False))
+        assert got == want, (run, {k: (got[k], want[k]) for k in want if got[k] != want[k]})
+        assert f"the workflow's run {run}" in note
+    # and the command itself: `pods validate tiny_a seed=0 --scale tiny` prints that config
+    res = subprocess.run([sys.executable, "-m", "pods", "validate", "tiny_a", "seed=0", "--scale", "tiny"],
+                         cwd=workdir, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    printed = yaml.safe_load(res.stdout)
+    (job,) = [j for j in jobs if "n~64_m~16/seed~0" in j["summary"] and "/a/" in j["summary"]]
+    assert printed == to_dict(load_config(REPO / job["experiment"], job["args"], check_machine=False))
+    assert "# run_dir: results/runs/a/sel~max_variance_n~64_m~16/seed~0" in res.stdout
+    assert printed["budget"]["max_steps"] == CONFIG["scales"]["tiny"]["settings"]["a"]["overrides"]["budget.max_steps"]
+
+
+def test_scale_refuses_an_experiment_of_another_scale():
+    from pods.config import ConfigError
+    from pods.scales import workflow_overrides
+
+    with pytest.raises(ConfigError, match=r"is not the experiment of a setting at scale tiny.*tiny_a \(a\)"):
+        workflow_overrides("a_gsm8k_qwen3b", [], "tiny")
+    with pytest.raises(ConfigError, match="is not a scale of config/config.yaml"):
+        workflow_overrides("tiny_a", [], "huge")
+    overrides, note = workflow_overrides("tiny_a", ["rollout.n=48"], "tiny")
+    assert "is not a run of runs_tiny.tsv" in note
+    assert "out_dir=results/runs/a/sel~max_variance_n~48_m~16/seed~0" in overrides
+
+
 def test_a_run_outside_the_sheet_is_refused(workdir):
     res = snakemake(workdir, "-n", "results/runs/a/sel~max_variance_n~48_m~16/seed~0/summary.json")
     assert res.returncode != 0

@@ -97,7 +97,7 @@ def check_trl_keys(section: Mapping[str, Any]) -> None:
                 raise ConfigError(key, value, f"is fixed to {_show(fixed)} by the package ({why})", f"remove {key}")
         if not name.isidentifier():
             raise ConfigError(
-                key, value, "is not a field name", "write trl: {FIELD: VALUE} with GRPOConfig field names"
+                key, value, "is not a field name", "write trl: {FIELD: VALUE} with trl.GRPOConfig field names"
             )
 
 

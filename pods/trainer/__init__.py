@@ -27,7 +27,9 @@ The override is narrow: :class:`PODSGRPOTrainer` wraps TRL's ``_calculate_reward
 raw gathered rewards, which the batch dict does not carry) and ``_generate_and_score_completions``
 (to down-sample its output); ``_generate`` and ``_generate_single_turn`` only for timing and for
 per-prompt seeding, ``_get_train_sampler`` only to repeat each prompt n x GA times, HF's
-``_save_checkpoint`` only to name a full disk; the run reaches ``_load_from_checkpoint`` through
+``_save_checkpoint`` only to name a full disk, ``_save`` to write the PODS model card before a model is
+saved, ``log`` to count ``epoch`` in data epochs, and ``_compute_loss`` only where the zero-variance
+group filter masked rows; the run reaches ``_load_from_checkpoint`` through
 :meth:`PODSGRPOTrainer.load_checkpoint_weights`.
 :func:`check_trl_compat` and tests/test_trl_hook.py fail loudly, naming the TRL internal that
 moved, if a TRL upgrade breaks these assumptions (every TRL/HF private this package uses is listed
@@ -59,9 +61,12 @@ advantages per process to ``DIR/selection_rank{r}.jsonl`` (tests/test_distribute
 
 Departures from the paper / official code, and choices where the sources are silent:
 
-- Rollouts of each prompt group are sampled under their own RNG seed (derived from the run seed, the
-  step and the prompt's global position), so the rollouts do not depend on how prompts are split
-  across processes or batched; with one prompt per process (every paper setting) this costs nothing.
+- In ``pods train`` (``pods_seeded_generation=True``) the rollouts of each prompt group are sampled under
+  their own RNG seed (derived from the run seed, the step and the prompt's global position), so they do
+  not depend on how prompts are split across processes or batched; with one prompt per process (every
+  paper setting) this costs nothing. It costs one ``generate`` call per prompt group, so the library's
+  default is TRL's: one call per generation round, drawing from the global RNG
+  (benchmarks/bench_trl_generation.py compares the two with ``trl.GRPOTrainer``).
 - A non-finite reward (NaN or inf, including ``None`` from a reward function) is an error naming the
   reward function in ``pods train`` (``pods_strict_rewards=True``): the paper's rewards are always
   finite, so a NaN is a bug to fix, not a signal. Built by a TRL user, the trainer follows TRL's
@@ -98,6 +103,7 @@ Departures from the paper / official code, and choices where the sources are sil
 from pods.trainer.batch import (
     EpochRepeatSampler,
     NonFiniteRewardError,
+    RewardOutputError,
     check_finite_rewards,
     downsample_rows,
     local_kept_rows,
@@ -136,6 +142,7 @@ __all__ = [
     "EpochRepeatSampler",
     "NonFiniteRewardError",
     "PODSConfig",
+    "RewardOutputError",
     "PODSGRPOTrainer",
     "TRLCompatError",
     "build_grpo_config",

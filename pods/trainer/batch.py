@@ -6,11 +6,13 @@ helpers are tested directly in tests/test_trainer.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+import numbers
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
-from trl.trainer.utils import RepeatSampler
+from trl.trainer.utils import RepeatSampler, is_async_callable
 
 from pods.evaluation import mix_seed
 from pods.trainer.compat import ROW_KEYS, SCALAR_KEYS, TRLCompatError
@@ -18,7 +20,10 @@ from pods.trainer.compat import ROW_KEYS, SCALAR_KEYS, TRLCompatError
 __all__ = [
     "EpochRepeatSampler",
     "NonFiniteRewardError",
+    "RewardOutputError",
     "check_finite_rewards",
+    "check_reward_output",
+    "checked_reward_func",
     "downsample_rows",
     "local_kept_rows",
     "sync_device",
@@ -27,6 +32,56 @@ __all__ = [
 
 class NonFiniteRewardError(ValueError):
     """A reward function returned NaN, inf or None."""
+
+
+class RewardOutputError(TypeError):
+    """A reward function returned something other than one number (or None) per completion."""
+
+
+REWARD_CONTRACT = "a list of floats, one per completion (None for a completion it does not apply to)"
+
+
+def check_reward_output(name: str, output: Any, expected: int) -> None:
+    """Raise :class:`RewardOutputError` naming the reward function when ``output`` is not a sequence of
+    ``expected`` numbers or ``None`` (TRL would stop later in ``torch.tensor`` without naming it)."""
+    if isinstance(output, str | bytes) or not isinstance(output, Sequence | torch.Tensor):
+        raise RewardOutputError(
+            f"reward function {name!r} returned {type(output).__name__} {_short(output)}; it must return "
+            f"{REWARD_CONTRACT}"
+        )
+    for i, value in enumerate(output):
+        number = isinstance(value, numbers.Real) or (isinstance(value, torch.Tensor) and value.numel() == 1)
+        if value is not None and not number:
+            raise RewardOutputError(
+                f"reward function {name!r} returned {type(value).__name__} {_short(value)} for completion {i} of "
+                f"{expected}; it must return {REWARD_CONTRACT}, e.g. float(score)"
+            )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def checked_reward_func(func: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``func`` (a TRL reward function, sync or async) with its output checked by :func:`check_reward_output`."""
+    if is_async_callable(func):  # TRL awaits these; keep it so
+
+        @functools.wraps(func)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            out = await func(*args, **kwargs)
+            check_reward_output(name, out, len(kwargs.get("completions") or ()))
+            return out
+
+        return checked_async
+
+    @functools.wraps(func)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        out = func(*args, **kwargs)
+        check_reward_output(name, out, len(kwargs.get("completions") or ()))
+        return out
+
+    return checked
 
 
 def sync_device(device: torch.device | None = None) -> None:
@@ -58,7 +113,7 @@ def downsample_rows(batch: dict[str, Any], rows_B: torch.Tensor) -> dict[str, An
     unknown = sorted(set(batch) - set(ROW_KEYS) - set(SCALAR_KEYS))
     if unknown:
         raise TRLCompatError(
-            f"GRPOTrainer._generate_and_score_completions returned keys {unknown} that the PODS hook does not "
+            f"trl.GRPOTrainer._generate_and_score_completions returned keys {unknown} that the PODS hook does not "
             f"know how to down-sample (known per-row keys: {ROW_KEYS}; scalars: {SCALAR_KEYS}). Multimodal and "
             "tool-calling batches are not supported; for a new TRL field, add it to ROW_KEYS or SCALAR_KEYS in "
             "pods/trainer/compat.py."
@@ -103,10 +158,17 @@ def check_finite_rewards(
         comp = comp[-1]["content"] if isinstance(comp, list) and comp and isinstance(comp[-1], dict) else comp
         text = f" (completion starts {str(comp)[:80]!r})"
     if not strict and not inf[row, col]:
+        silent = [func_names[f] for f in range(nan.shape[1]) if nan[:, f].all()]
+        who = (
+            f"reward function{'s' if len(silent) > 1 else ''} {', '.join(repr(f) for f in silent)} returned None (or "
+            "NaN) for every completion of the batch"
+            if len(silent) == nan.shape[1]
+            else f"every reward function ({', '.join(repr(f) for f in func_names)}) returned None (or NaN) for it"
+        )
         raise NonFiniteRewardError(
-            f"no reward function scored rollout {row} of the batch{text}: every one returned None (or NaN), "
-            f"{int(nan.all(dim=1).sum())} such rollout(s) in total. PODS ranks every rollout by its reward, so "
-            "at least one reward function must return a finite float for each completion."
+            f"no reward function scored rollout {row} of the batch{text}: {who}; {int(nan.all(dim=1).sum())} such "
+            f"rollout(s) in total. PODS ranks every rollout by its reward, so at least one reward function must "
+            f"return a finite float for each completion."
         )
     raise NonFiniteRewardError(
         f"reward function {func_names[col]!r} returned {value} (NaN also stands for None) for rollout {row} of "
@@ -176,6 +238,11 @@ class EpochRepeatSampler(RepeatSampler):
                 emitted += 1
                 yield index
             epoch += 1
+
+    @property
+    def epoch_rows(self) -> int:
+        """Indices of one data epoch (TRL's ``RepeatSampler`` length)."""
+        return super().__len__()
 
     def __len__(self) -> int:
         return super().__len__() if self.total_rows is None else self.total_rows

@@ -61,6 +61,16 @@ TRL_SOURCE_FACTS: tuple[tuple[str, str, str], ...] = (
     ),
     ("__init__", "temperature=self.temperature", "the fused LM head bakes the sampling temperature in at init"),
     ("_prepare_inputs", "shuffle_sequence_dict(generation_batch)", "rows are shuffled across micro-batches there"),
+    (
+        "_generate_and_score_completions",
+        'self._logs["advantages"].extend(all_process_advantages.tolist())',
+        "the completions table logs all n advantages of a round last, which the hook replaces with the trained ones",
+    ),
+    (
+        "_compute_loss",
+        "loss = ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()",
+        "the grpo loss is a mean over rows, rescaled to the live rows by pods_filter_zero_std",
+    ),
 )
 ADD_FUSED_LM_HEAD_PARAMS = ("model", "temperature", "cast_lm_head_to_fp32", "outputs")
 # Keys of the dict returned by _generate_and_score_completions: per-row (cut to the kept rows) and
@@ -75,6 +85,7 @@ SCALAR_KEYS = ("num_items_in_batch",)
 HF_PRIVATE_METHODS: dict[str, tuple[str, ...]] = {
     "_load_from_checkpoint": ("self", "resume_from_checkpoint"),
     "_save_checkpoint": ("self", "model", "trial"),  # wrapped to name a full disk
+    "_save": ("self", "output_dir", "state_dict"),  # wrapped to write the PODS model card first
 }
 # Attributes GRPOTrainer.__init__ sets that the hook reads (vllm_generation and _last_loaded_step only
 # with use_vllm=True); checked in the source of __init__ and, after construction, on the instance.
@@ -82,7 +93,7 @@ TRL_INIT_ATTRS = tuple(
     "num_generations reward_weights reward_func_names use_vllm use_transformers_continuous_batching "
     "multi_objective_aggregation shuffle_dataset num_iterations _metrics vllm_generation _last_loaded_step "
     "beta ref_model top_k vllm_importance_sampling_correction vllm_importance_sampling_mode "
-    "vllm_importance_sampling_clip_min vllm_importance_sampling_clip_max".split()
+    "vllm_importance_sampling_clip_min vllm_importance_sampling_clip_max _logs loss_type".split()
 )
 VLLM_ONLY_ATTRS = ("vllm_generation", "_last_loaded_step")
 # Attributes set outside GRPOTrainer.__init__ (HF Trainer), checked on the instance only.
@@ -107,12 +118,12 @@ def check_trl_compat(
     ``unwrap_model_for_generation``'s parameters.
     """
     for name, expected in {**TRL_HOOKS, **HF_PRIVATE_METHODS}.items():
-        owner = "GRPOTrainer" if name in TRL_HOOKS else "Trainer"
+        owner = "trl.GRPOTrainer" if name in TRL_HOOKS else "transformers.Trainer"
         fn = getattr(cls, name, None)
         if fn is None:
             raise TRLCompatError(
                 f"trl.GRPOTrainer.{name} no longer exists (trl {_trl_version()}); the PODS hook in pods/trainer/ "
-                f"uses it ({owner}.{name}). Pin trl==1.16.0 or port PODSGRPOTrainer to the new TRL."
+                f"uses it ({owner}.{name}). Pin trl==1.16.0 or port pods.PODSGRPOTrainer to the new TRL."
             )
         _check_params(f"trl.GRPOTrainer.{name}", fn, expected)
     init_src = _source(cls.__init__)
@@ -121,19 +132,19 @@ def check_trl_compat(
             if not re.search(rf"self\.{re.escape(attr)}\s*(:[^=\n]*)?=", init_src):
                 raise TRLCompatError(
                     f"trl.GRPOTrainer.__init__ no longer sets self.{attr} (trl {_trl_version()}); the PODS hook in "
-                    "pods/trainer/hook.py reads it. Pin trl==1.16.0 or port PODSGRPOTrainer."
+                    "pods/trainer/hook.py reads it. Pin trl==1.16.0 or port pods.PODSGRPOTrainer."
                 )
     for name, text, why in TRL_SOURCE_FACTS:
         src = _source(getattr(cls, name, None))
         if src is not None and text not in src:
             raise TRLCompatError(
                 f"trl.GRPOTrainer.{name} no longer contains {text!r} (trl {_trl_version()}): {why}, and the PODS "
-                "fidelity hooks in pods/trainer/hook.py rely on it. Pin trl==1.16.0 or port PODSGRPOTrainer."
+                "fidelity hooks in pods/trainer/hook.py rely on it. Pin trl==1.16.0 or port pods.PODSGRPOTrainer."
             )
     if not callable(getattr(_trl_grpo, "shuffle_sequence_dict", None)):
         raise TRLCompatError(
             f"trl.trainer.grpo_trainer.shuffle_sequence_dict is gone (trl {_trl_version()}); "
-            "optim.aggregation=token_group switches it off. Pin trl==1.16.0 or port PODSGRPOTrainer._prepare_inputs."
+            "optim.aggregation=token_group switches it off. Pin trl==1.16.0 or port pods.PODSGRPOTrainer._prepare_inputs."
         )
     fused_params = tuple(inspect.signature(add_fused_lm_head).parameters)
     if fused_params[: len(ADD_FUSED_LM_HEAD_PARAMS)] != ADD_FUSED_LM_HEAD_PARAMS:
@@ -148,7 +159,7 @@ def check_trl_compat(
     if missing:
         raise TRLCompatError(
             f"trl.models.unwrap_model_for_generation lost parameters {missing} (trl {_trl_version()}); "
-            "PODSGRPOTrainer.eval_generator passes them. Pin trl==1.16.0 or port it."
+            "pods.PODSGRPOTrainer.eval_generator passes them. Pin trl==1.16.0 or port it."
         )
 
 
@@ -158,7 +169,7 @@ def _check_params(qualname: str, fn: Any, expected: tuple[str, ...]) -> None:
         name = qualname.rsplit(".", 1)[-1]
         raise TRLCompatError(
             f"{qualname} changed signature (trl {_trl_version()}): expected parameters {expected}, found "
-            f"{params}. Pin trl==1.16.0 or port PODSGRPOTrainer.{name}."
+            f"{params}. Pin trl==1.16.0 or port pods.PODSGRPOTrainer.{name}."
         )
 
 

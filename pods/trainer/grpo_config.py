@@ -118,7 +118,7 @@ def grpo_config_with_passthrough(kwargs: dict[str, Any], section: dict[str, Any]
         return GRPOConfig(**args)
     except TypeError as e:  # an unknown field: the load-time check names the closest one
         check_trl_passthrough(section)
-        raise ConfigError("trl", section, f"is refused by GRPOConfig: {e}", "fix or remove the field") from None
+        raise ConfigError("trl", section, f"is refused by trl.GRPOConfig: {e}", "fix or remove the field") from None
 
 
 def records_to_dataset(records: list[dict]) -> Any:
@@ -166,5 +166,8 @@ def pods_trainer_kwargs(cfg: TrainConfig, max_steps: int, scheduler_steps: int |
         "pods_logprob_temperature": cfg.optim.logprob_temperature,
         "pods_keep_groups": cfg.optim.aggregation == "token_group",
         "pods_fast_decode": cfg.rollout.fast_decode,
+        # Each prompt group under its own seed: a run's rollouts do not depend on how many processes or
+        # prompts per generate() call produced them (the library's default is TRL's one call per round).
+        "pods_seeded_generation": True,
         "pods_strict_rewards": True,  # the run's reward functions score every completion: a NaN is a bug
     }

@@ -28,8 +28,15 @@ from pods import fastgen
 from pods.evaluation import Generator, HFGenerator, VLLMGenerator, left_pad, mix_seed
 from pods.grpo import pods_advantages
 from pods.runlog import writing
-from pods.selectors import select
-from pods.trainer.batch import EpochRepeatSampler, check_finite_rewards, downsample_rows, local_kept_rows, sync_device
+from pods.selectors import select, uses_lengths
+from pods.trainer.batch import (
+    EpochRepeatSampler,
+    check_finite_rewards,
+    checked_reward_func,
+    downsample_rows,
+    local_kept_rows,
+    sync_device,
+)
 from pods.trainer.card import _config_model_id, pods_model_card
 from pods.trainer.compat import (
     TRL_ATTRS,
@@ -45,6 +52,10 @@ __all__ = ["PODSGRPOTrainer", "reinstall_lm_head"]
 
 DEBUG_ENV = "PODS_DEBUG_DUMP"  # directory: per-step selection dumps (selection_rank{r}.jsonl)
 ADV_EPS = 1e-4  # std epsilon of the authors' code and of TRL
+LIVE_KEY = "pods_live"  # per kept row of the batch: 1.0 unless pods_filter_zero_std dropped its group
+# TRL losses that average over the rows of a micro-batch (a masked row still counts in the mean): their loss
+# is rescaled to the mean over the live rows when pods_filter_zero_std masks some out (_compute_loss).
+ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 
 
 class PODSGRPOTrainer(GRPOTrainer):
@@ -69,12 +80,20 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_max_steps: bounds the sampler length (default ``args.max_steps``; none for epoch-based
             training, ``max_steps=-1``).
         pods_scheduler_steps: horizon of the LR schedule (default: HF's number of training steps).
-        pods_seeded_generation: sample each prompt group under its own seed (HF backend only).
+        pods_seeded_generation: False (default, TRL's way): one ``generate`` call per generation round.
+            True (what ``pods train`` uses): each prompt group sampled under its own seed (run seed, step,
+            the prompt's global position), so the rollouts do not depend on the number of processes or of
+            prompts per call; one ``generate`` call per prompt group (HF backend only).
         pods_fast_decode: sample with :mod:`pods.fastgen` where it covers the model and the sampling settings
             (token-identical to ``generate``; the seeded prompt groups in one batched call); evaluation too.
         pods_strict_rewards: False (default, TRL's convention): a reward function may return ``None`` for
             a completion it does not apply to, and the row's reward is the sum of the others; True (what
             ``pods train`` uses): any ``None``/NaN is an error. inf, and a row no function scored, always are.
+        pods_filter_zero_std: False (default). True: a prompt group whose n rewards are all equal leaves
+            the update (DAPO's dynamic sampling, without refilling the batch): its kept rows stay in the
+            batch with their tokens masked out of the loss and of its normaliser (TRL's losses that
+            average over rows average over the remaining rows), and the number of such groups per
+            generation round is logged as ``pods/filtered_groups``.
         pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
         pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
         pods_base_model: the base model's name for the model card (default: the model config's
@@ -99,13 +118,14 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_seed: int | None = None,
         pods_max_steps: int | None = None,
         pods_scheduler_steps: int | None = None,
-        pods_seeded_generation: bool = True,
+        pods_seeded_generation: bool | None = None,
         pods_base_model: str | None = None,
         pods_grad_accum: int | None = None,
         pods_logprob_temperature: str = "sampling",
         pods_keep_groups: bool = False,
         pods_fast_decode: bool = False,
         pods_strict_rewards: bool = False,
+        pods_filter_zero_std: bool | None = None,
         **kwargs: Any,
     ):
         check_trl_compat()
@@ -116,19 +136,28 @@ class PODSGRPOTrainer(GRPOTrainer):
             )
         self.pods_logprob_temperature = pods_logprob_temperature
         self.pods_keep_groups = bool(pods_keep_groups)
-        self.pods_seeded_generation = pods_seeded_generation
+        self.pods_seeded_generation = False  # resolved below, once args is known
         self.pods_fast_decode = bool(pods_fast_decode)
         self.pods_strict_rewards = bool(pods_strict_rewards)
         self.pods_scheduler_steps = pods_scheduler_steps
         self.pods_base_model = pods_base_model
         self._pods_rewards_per_func: torch.Tensor | None = None
+        self._pods_lengths: torch.Tensor | None = None  # completion tokens of this process's rows (rewards' call)
+        self.pods_filter_zero_std = False  # resolved below, once args is known
         self.pods_timing: dict[str, float] = defaultdict(float)  # per optimizer step; reset by the controller
         self.pods_last_selection: dict[str, Any] = {}
+        self._pods_sampler: EpochRepeatSampler | None = None  # the training sampler (epoch bookkeeping)
+        self._pods_epoch_step: int | None = None  # the optimizer step whose state.epoch was rescaled
         super().__init__(*args, **kwargs)
+        # A reward function's output is checked where it returns, naming it (TRL's torch.tensor(...) would not).
+        self.reward_funcs = [
+            f if isinstance(f, torch.nn.Module) or not callable(f) else checked_reward_func(f, name)
+            for f, name in zip(self.reward_funcs, self.reward_func_names, strict=True)
+        ]
         for attr in TRL_ATTRS + tuple(a for a in TRL_INIT_ATTRS if self.use_vllm or a not in VLLM_ONLY_ATTRS):
             if not hasattr(self, attr):
                 raise TRLCompatError(
-                    f"GRPOTrainer no longer sets self.{attr} (trl {_trl_version()}); port pods/trainer/hook.py"
+                    f"trl.GRPOTrainer no longer sets self.{attr} (trl {_trl_version()}); port pods/trainer/hook.py"
                 )
         a = self.args
         ga = a.gradient_accumulation_steps
@@ -143,6 +172,8 @@ class PODSGRPOTrainer(GRPOTrainer):
         self.pods_rule = _pods_option(a, "pods_rule", pods_rule, "max_variance")
         self.pods_normalize = _pods_option(a, "pods_normalize", pods_normalize, "after")
         self.pods_ga_same_prompt = bool(_pods_option(a, "pods_ga_same_prompt", pods_ga_same_prompt, False))
+        self.pods_seeded_generation = bool(_pods_option(a, "pods_seeded_generation", pods_seeded_generation, False))
+        self.pods_filter_zero_std = bool(_pods_option(a, "pods_filter_zero_std", pods_filter_zero_std, False))
         self.pods_seed = int(a.seed if pods_seed is None else pods_seed)
         # groups of n rollouts of the same prompt in one generation round (GA in GRPO-GA mode, else 1)
         self.pods_grad_accum = ga if self.pods_ga_same_prompt else 1
@@ -166,7 +197,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         total_rows = None
         if self.pods_max_steps is not None:
             total_rows = self.pods_max_steps * self.args.gradient_accumulation_steps * self.args.generation_batch_size
-        return EpochRepeatSampler(
+        self._pods_sampler = EpochRepeatSampler(
             dataset,
             mini_repeat_count=rows_per_prompt,
             batch_size=prompts,
@@ -175,8 +206,9 @@ class PODSGRPOTrainer(GRPOTrainer):
             seed=self.args.seed,
             total_rows=total_rows,
         )
+        return self._pods_sampler
 
-    # -- generation: timed; each prompt group sampled under its own seed ----------------------
+    # -- generation: timed; with pods_seeded_generation, each prompt group under its own seed --
     def _generate(self, prompts):
         sync_device(self.accelerator.device)
         t0 = time.perf_counter()
@@ -187,22 +219,20 @@ class PODSGRPOTrainer(GRPOTrainer):
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         rows = self.num_generations * self.pods_grad_accum
-        if (
-            not self.pods_seeded_generation
-            or not self.model.training
-            or self.use_vllm
-            or self.use_transformers_continuous_batching
-            or images is not None
-            or multimodal_fields
-            or len(prompt_ids) % rows
-        ):
+        plain = self.model.training and not (
+            self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields
+        )
+        fast = self._fast_decode_model() if plain else None
+        if not (plain and self.pods_seeded_generation and len(prompt_ids) % rows == 0):
+            # TRL's way: one generate() call for the whole round (draws from the global RNG).
+            if fast is not None:
+                return self._fast_generate(fast, prompt_ids, None), None
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
         groups = len(prompt_ids) // rows
         offset = self.accelerator.process_index * groups  # global index of this process's first prompt
         seeds = [mix_seed(self.pods_seed, self.state.global_step, offset + g) for g in range(groups)]
-        fast = self._fast_decode_model()
         if fast is not None:
             return self._fast_generate(fast, prompt_ids, seeds), None
         devices = [torch.cuda.current_device()] if self.accelerator.device.type == "cuda" else []
@@ -225,11 +255,12 @@ class PODSGRPOTrainer(GRPOTrainer):
         model = self.accelerator.unwrap_model(self.model)
         return model if fastgen.unsupported_reason(model, self.generation_config) is None else None
 
-    def _fast_generate(self, model: Any, prompt_ids: list[list[int]], seeds: list[int]) -> list[list[int]]:
-        """The seeded path of ``_generate_single_turn`` in one batched :func:`pods.fastgen.sample` call.
+    def _fast_generate(self, model: Any, prompt_ids: list[list[int]], seeds: list[int] | None) -> list[list[int]]:
+        """``_generate_single_turn`` in one batched :func:`pods.fastgen.sample` call.
 
-        Each group's tokens are those of ``torch.manual_seed(seed); generate(group)`` (tests/test_fastgen.py);
-        completions keep their first EOS and lose what follows, as TRL's regular path returns them.
+        With ``seeds``, each group's tokens are those of ``torch.manual_seed(seed); generate(group)``
+        (tests/test_fastgen.py); without, those of one ``generate`` call over all rows. Completions keep
+        their first EOS and lose what follows, as TRL's regular path returns them.
         """
         ids, mask, width = left_pad(prompt_ids, self._tokenizer.pad_token_id)
         device = self.accelerator.device
@@ -253,6 +284,8 @@ class PODSGRPOTrainer(GRPOTrainer):
             strict=self.pods_strict_rewards,
         )
         self._pods_rewards_per_func = rewards_per_func
+        # completion lengths in tokens, for the length-aware rules (TRL may zero a truncated row's mask)
+        self._pods_lengths = torch.tensor([len(ids) for ids in completion_ids_list], dtype=torch.float64)
         self.pods_timing["reward_s"] += time.perf_counter() - t0
         return rewards_per_func
 
@@ -273,7 +306,12 @@ class PODSGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         self._pods_rewards_per_func = None
         if not self.model.training:
-            return super()._generate_and_score_completions(inputs)
+            batch = super()._generate_and_score_completions(inputs)
+            # nothing is down-sampled in evaluation; the completions table's "kept" column stays aligned
+            self._logs["extra"]["kept"].extend(
+                [None] * (batch["completion_ids"].shape[0] * self.accelerator.num_processes)
+            )
+            return batch
         # PODS: no forward over rollouts that are about to be dropped. TRL's no-grad forwards (reference
         # log-probs; old log-probs for the vLLM IS ratio, or because generation and optimizer steps are
         # misaligned, gradient_accumulation_steps % steps_per_generation != 0) are switched off while it
@@ -290,7 +328,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         rewards_per_func = self._pods_rewards_per_func
         if rewards_per_func is None:
             raise TRLCompatError(
-                "GRPOTrainer._generate_and_score_completions no longer calls self._calculate_rewards "
+                "trl.GRPOTrainer._generate_and_score_completions no longer calls self._calculate_rewards "
                 f"(trl {_trl_version()}); the PODS hook cannot see the rewards. Port pods/trainer/hook.py."
             )
         n, m = self.num_generations, self.pods_m
@@ -301,12 +339,17 @@ class PODSGRPOTrainer(GRPOTrainer):
         if rewards_B.numel() % n:
             raise TRLCompatError(f"gathered {rewards_B.numel()} rewards, not a multiple of the group size n={n}")
         rewards_G_N = rewards_B.detach().to("cpu", torch.float64).view(-1, n)  # all processes' groups, in order
+        lengths_G_N = None
+        if uses_lengths(self.pods_rule):  # a length-aware rule: every process's completion lengths, in order
+            local = self._pods_lengths.to(device)
+            lengths_G_N = self.accelerator.gather(local).to("cpu", torch.float64).view(-1, n)
         # PODS: select per prompt group on the gathered rewards (identical on every process).
         gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, 0x5E1))
-        keep_G_M = select(rewards_G_N, m, rule=self.pods_rule, generator=gen)
-        adv_G_M = pods_advantages(
-            rewards_G_N, keep_G_M, normalize=self.pods_normalize, eps=ADV_EPS, scale=self.args.scale_rewards
-        )
+        keep_G_M = select(rewards_G_N, m, rule=self.pods_rule, generator=gen, lengths=lengths_G_N)
+        # Zero-variance filter (off by default): groups whose n rewards are all equal leave the update, and
+        # the advantage statistics ("batch" scale) are taken over the remaining groups only.
+        live_G = (rewards_G_N.amax(1) > rewards_G_N.amin(1)) if self.pods_filter_zero_std else None
+        adv_G_M = self._pods_group_advantages(rewards_G_N, keep_G_M, live_G)
         local_rows = batch["completion_ids"].shape[0]
         if local_rows % n:
             raise ValueError(f"this process holds {local_rows} rollouts, not whole groups of n={n}")
@@ -320,11 +363,18 @@ class PODSGRPOTrainer(GRPOTrainer):
             kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
         )
         # PODS: the loss normaliser counts only kept tokens (used by TRL's dapo/cispo losses).
+        kept_len = self.accelerator.gather(kept["completion_mask"].sum(1).float()).mean().item()
+        if live_G is not None:
+            live_B = live_G[offset : offset + local_groups].repeat_interleave(m).to(device)
+            kept[LIVE_KEY] = live_B.float()
+            kept["completion_mask"] = kept["completion_mask"] * live_B.unsqueeze(1).to(kept["completion_mask"].dtype)
+            loss_mask = loss_mask * live_B.unsqueeze(1).to(loss_mask.dtype)
+            self._metrics["train"]["pods/filtered_groups"].append(float((~live_G).sum().item()))
         kept["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         self._pods_kept_forwards(kept)
+        self._pods_log_completions(keep_G_M, adv_G_M, live_G)
 
         kept_rewards_G_M = rewards_G_N.gather(1, keep_G_M)
-        kept_len = self.accelerator.gather(kept["completion_mask"].sum(1).float()).mean().item()
         metrics = self._metrics["train"]
         metrics["kept_reward"].append(kept_rewards_G_M.mean().item())
         metrics["kept_reward_std"].append(
@@ -338,12 +388,60 @@ class PODSGRPOTrainer(GRPOTrainer):
             "rewards_G_N": rewards_G_N,
             "keep_G_M": keep_G_M,
             "adv_G_M": adv_G_M,
+            "lengths_G_N": lengths_G_N,
+            "live_G": live_G,
             "group_offset": offset,
             "local_groups": local_groups,
         }
         if os.environ.get(DEBUG_ENV):
             self._dump_selection(kept, rows_B)
         return kept
+
+    def _pods_group_advantages(
+        self, rewards_G_N: torch.Tensor, keep_G_M: torch.Tensor, live_G: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Advantages of the kept rollouts (:func:`pods.grpo.pods_advantages`); with the zero-variance filter,
+        computed over the live groups only (a filtered group's are 0, and it is masked out of the loss)."""
+        kwargs = dict(normalize=self.pods_normalize, eps=ADV_EPS, scale=self.args.scale_rewards)
+        if live_G is None:
+            return pods_advantages(rewards_G_N, keep_G_M, **kwargs)
+        adv_G_M = torch.zeros(keep_G_M.shape, dtype=torch.float64)
+        if live_G.any():
+            adv_G_M[live_G] = pods_advantages(rewards_G_N[live_G], keep_G_M[live_G], **kwargs).to(torch.float64)
+        return adv_G_M
+
+    def _pods_log_completions(self, keep_G_M: torch.Tensor, adv_G_M: torch.Tensor, live_G: torch.Tensor | None) -> None:
+        """What was trained, in TRL's completions table (``log_completions``): TRL logged every rollout with
+        its advantage over all n; the rows of this round get the advantage they were trained with instead
+        (NaN for a rollout left out, by the rule or the zero-variance filter) and a ``kept`` column."""
+        G, n = keep_G_M.shape[0], self.num_generations
+        kept_G_N = torch.zeros(G, n, dtype=torch.bool).scatter_(1, keep_G_M.cpu(), True)
+        if live_G is not None:
+            kept_G_N &= live_G.unsqueeze(1)
+        adv_G_N = torch.full((G, n), float("nan"), dtype=torch.float64)
+        adv_G_N.scatter_(1, keep_G_M.cpu(), adv_G_M.to("cpu", torch.float64))
+        adv_G_N[~kept_G_N] = float("nan")
+        logged = self._logs["advantages"]
+        if len(logged) < G * n:
+            raise TRLCompatError(
+                f"trl.GRPOTrainer logged {len(logged)} advantages for a round of {G * n} rollouts (trl {_trl_version()}); "
+                "the completions table cannot be marked. Port pods.PODSGRPOTrainer._pods_log_completions."
+            )
+        for _ in range(G * n):  # TRL's all-n advantages of this round, the last G x n entries
+            logged.pop()
+        logged.extend(adv_G_N.reshape(-1).tolist())
+        self._logs["extra"]["kept"].extend(kept_G_N.reshape(-1).tolist())
+
+    def _compute_loss(self, model, inputs):
+        live = inputs.get(LIVE_KEY)
+        if live is None:
+            return super()._compute_loss(model, inputs)
+        loss = super()._compute_loss(model, {k: v for k, v in inputs.items() if k != LIVE_KEY})
+        rows, n_live = live.numel(), float(live.sum().item())
+        if self.loss_type in ROW_MEAN_LOSSES and 0 < n_live < rows:
+            # the filtered rows' tokens are masked, so they add 0; the mean over rows becomes a mean over live rows
+            loss = loss * (rows / n_live)
+        return loss
 
     def _pods_kept_forwards(self, kept: dict) -> None:
         """The no-grad forwards TRL would have run over all n rollouts, on the kept rows only (in place).
@@ -459,9 +557,28 @@ class PODSGRPOTrainer(GRPOTrainer):
 
     def _save_checkpoint(self, model, trial):
         # torch.save reports a full disk as RuntimeError("... unexpected pos ..."): name the disk and path.
+        self._pods_trl_epoch()  # trainer_state.json records the epoch as TRL counts it
         ckpt = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
         with writing(ckpt, (OSError, RuntimeError)):
             super()._save_checkpoint(model, trial)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        self._pods_trl_epoch()
+        super().log(logs, start_time)
+
+    def _pods_trl_epoch(self) -> None:
+        """``state.epoch`` in TRL's unit: data epochs of the training prompts.
+
+        HF counts an epoch as one pass over the sampler's length; a ``max_steps`` run's
+        :class:`EpochRepeatSampler` streams the whole run (several data epochs, or part of one) as one
+        pass, so HF's epoch reads 1.0 at ``max_steps`` wherever the data stands. TRL's sampler is one data
+        epoch long; HF sets ``state.epoch`` afresh every optimizer step, and this rescales it once per step.
+        """
+        sampler, epoch, step = self._pods_sampler, self.state.epoch, self.state.global_step
+        if sampler is None or sampler.total_rows is None or epoch is None or step == self._pods_epoch_step:
+            return
+        self.state.epoch = epoch * sampler.total_rows / sampler.epoch_rows
+        self._pods_epoch_step = step
 
     def _issue_warnings_after_load(self, load_result: Any) -> None:
         # A checkpoint of a model with tied embeddings stores the shared tensor once (under
@@ -495,6 +612,15 @@ class PODSGRPOTrainer(GRPOTrainer):
         """Write ``README.md`` into ``args.output_dir``: base model, the PODS parameters, PODS/GRPO/TRL citations."""
         if not self.is_world_process_zero():
             return
+        self._write_model_card(Path(self.args.output_dir), model_name, dataset_name, tags)
+
+    def _write_model_card(
+        self,
+        out: Path,
+        model_name: str | None = None,
+        dataset_name: str | None = None,
+        tags: str | list[str] | None = None,
+    ) -> None:
         text = pods_model_card(
             base_model=self.pods_base_model or _config_model_id(self.model),
             model_name=model_name or Path(self.args.output_dir).name,
@@ -508,9 +634,15 @@ class PODSGRPOTrainer(GRPOTrainer):
             ga_same_prompt=self.pods_ga_same_prompt,
             tag_names=self._tag_names,
         )
-        out = Path(self.args.output_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "README.md").write_text(text, encoding="utf-8")
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        # Every saved model (checkpoints, save_model) gets the PODS card first: a PEFT model's save_pretrained
+        # then adds its metadata to that card instead of writing its blank template (HF_PRIVATE_METHODS).
+        if self.args.should_save:
+            self._write_model_card(Path(output_dir if output_dir is not None else self.args.output_dir))
+        super()._save(output_dir, state_dict)
 
 
 def really_missing(model: torch.nn.Module, missing_keys: list[str]) -> list[str]:

@@ -46,17 +46,34 @@ class PODSConfig(GRPOConfig):
         },
     )
 
+    pods_seeded_generation: bool = field(
+        default=False,
+        metadata={
+            "help": "False (default): one generate() call per generation round, as TRL. True: each prompt group "
+            "sampled under its own seed (run seed, step, prompt position), so the rollouts do not depend on the "
+            "number of processes or prompts per call; one generate() call per prompt group (what pods train uses)."
+        },
+    )
+
+    pods_filter_zero_std: bool = field(
+        default=False,
+        metadata={
+            "help": "True: a prompt group whose num_generations rewards are all equal leaves the update (DAPO's "
+            "dynamic sampling without refill); the count per generation round is logged as pods/filtered_groups."
+        },
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.pods_m is None:
             raise ValueError(
-                "PODSConfig needs pods_m, the rollouts kept per prompt (2 <= pods_m <= num_generations="
+                "pods.PODSConfig needs pods_m, the rollouts kept per prompt (2 <= pods_m <= num_generations="
                 f"{self.num_generations}); pods_m == num_generations is vanilla GRPO"
             )
-        _check_rule("PODSConfig", self.pods_rule, self.num_generations, self.pods_m)
+        _check_rule("pods.PODSConfig", self.pods_rule, self.num_generations, self.pods_m)
         if self.pods_normalize not in ("after", "before"):
             raise ValueError(
-                f"PODSConfig: pods_normalize={self.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)"
+                f"pods.PODSConfig: pods_normalize={self.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)"
             )
 
     def get_process_log_level(self) -> int:
@@ -76,7 +93,7 @@ def _refuse_foreign_trainer(args: PODSConfig, owner: Any) -> None:
 
     if isinstance(owner, Trainer) and not isinstance(owner, PODSGRPOTrainer):
         raise TypeError(
-            f"PODSConfig(pods_m={args.pods_m}) was given to {type(owner).__module__}.{type(owner).__name__}, which "
+            f"pods.PODSConfig(pods_m={args.pods_m}) was given to {type(owner).__module__}.{type(owner).__name__}, which "
             "ignores the pods_* fields: it would train vanilla GRPO on all "
             f"num_generations={args.num_generations} rollouts per prompt. Build pods.PODSGRPOTrainer (a drop-in "
             "subclass of trl.GRPOTrainer, same arguments) instead, or pass a plain trl.GRPOConfig for GRPO"
@@ -110,14 +127,14 @@ def _pods_option(args: Any, name: str, given: Any, default: Any) -> Any:
         from_args = None if from_args == default else from_args
     if given is not None and from_args is not None and given != from_args:
         raise ValueError(
-            f"{name}={given!r} was passed to PODSGRPOTrainer but args.{name}={from_args!r}; set it in one place "
-            "(the PODSConfig field or the keyword argument)"
+            f"{name}={given!r} was passed to pods.PODSGRPOTrainer but args.{name}={from_args!r}; set it in one place "
+            "(the pods.PODSConfig field or the keyword argument)"
         )
     value = given if given is not None else from_args if from_args is not None else default
     if value is None:
         raise ValueError(
-            f"PODSGRPOTrainer needs {name} (rollouts kept per prompt group, 2 <= {name} <= num_generations): pass "
-            f"args=PODSConfig(..., {name}=M) or PODSGRPOTrainer(..., {name}=M); {name} == num_generations is GRPO"
+            f"pods.PODSGRPOTrainer needs {name} (rollouts kept per prompt group, 2 <= {name} <= num_generations): pass "
+            f"args=pods.PODSConfig(..., {name}=M) or pods.PODSGRPOTrainer(..., {name}=M); {name} == num_generations is GRPO"
         )
     return value
 
@@ -128,7 +145,7 @@ def _check_pods_geometry(tr: Any) -> None:
 
     a = tr.args
     n, m, ga, spg = tr.num_generations, tr.pods_m, a.gradient_accumulation_steps, a.steps_per_generation
-    _check_rule("PODSGRPOTrainer", tr.pods_rule, n, m)  # an integer 2 <= m <= n, as PODSConfig checks it
+    _check_rule("pods.PODSGRPOTrainer", tr.pods_rule, n, m)  # an integer 2 <= m <= n, as PODSConfig checks it
     if a.scale_rewards not in SCALES:
         raise ValueError(f"scale_rewards={a.scale_rewards!r}: use one of {', '.join(SCALES)} (TRL's values)")
     if tr.pods_normalize not in ("after", "before"):
