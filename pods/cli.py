@@ -22,7 +22,7 @@ Examples::
     pods train experiments/tiny_a.yaml trl.report_to=[tensorboard]    # any extra TRL GRPOConfig field
     pods train tiny_a seed=0 --scale tiny                             # the workflow's run of (a), seed 0
 
-``--scale NAME`` adds what the workflow's job of that run adds (pods.scales): the scale's budgets and
+``--scale NAME`` adds what the workflow's job of that run adds (pods.config.scales): the scale's budgets and
 evaluation grid from config/config.yaml and the run sheet's arm, and the workflow's run directory.
 
 ``--paper`` (validate) and ``--dry-run`` (train) skip the checks against this machine (GPU-only options,
@@ -261,10 +261,10 @@ def _print_config(cfg, header: str) -> None:
 
 
 def _scale_overrides(args: argparse.Namespace) -> list[str]:
-    """The command line's overrides, with the workflow's run at ``--scale`` added (pods.scales)."""
+    """The command line's overrides, with the workflow's run at ``--scale`` added (pods.config.scales)."""
     if not args.scale:
         return list(args.overrides)
-    from pods.scales import workflow_overrides
+    from pods.config.scales import workflow_overrides
 
     overrides, note = workflow_overrides(args.config, args.overrides, args.scale)
     print(f"pods: {note}", file=sys.stderr)

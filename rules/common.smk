@@ -14,7 +14,8 @@ import pandas as pd
 import yaml
 from snakemake.utils import validate
 
-from pods import registry, scales
+from pods import registry
+from pods.config import scales
 
 # Figure scripts (figures/<name>.py) -> what the report says about them. fig_1 plots the benchmark
 # CSV (--bench); every other figure plots the tidy tables of the runs (--curves, --steps).
@@ -99,7 +100,7 @@ def setting_knobs(letter):
 
 
 def _run_overrides(arm):
-    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets (pods.scales, which
+    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets (pods.config.scales, which
     `pods train CONFIG --scale NAME` uses too: one run outside Snakemake is the same run)."""
     try:
         return scales.run_overrides(SCALE, arm, FIDELITY, SCALE_NAME)

@@ -291,7 +291,7 @@ def test_pods_train_with_scale_resolves_the_workflow_job_s_config(workdir):
     """The README's one run without Snakemake trained another model on a 300 s budget: `--scale tiny` gives
     the workflow's job exactly (its experiment, seed, budgets, evaluation grid, model and run directory)."""
     from pods.config import load_config, to_dict
-    from pods.scales import workflow_overrides
+    from pods.config.scales import workflow_overrides
 
     out = dry_run(workdir, "tiny", *(f"results/runs/{run}/summary.json" for run in SCALE_RUNS))
     jobs = train_jobs(out)
@@ -317,7 +317,7 @@ def test_pods_train_with_scale_resolves_the_workflow_job_s_config(workdir):
 
 def test_scale_refuses_an_experiment_of_another_scale():
     from pods.config import ConfigError
-    from pods.scales import workflow_overrides
+    from pods.config.scales import workflow_overrides
 
     with pytest.raises(ConfigError, match=r"is not the experiment of a setting at scale tiny.*tiny_a \(a\)"):
         workflow_overrides("a_gsm8k_qwen3b", [], "tiny")
