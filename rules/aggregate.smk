@@ -46,7 +46,9 @@ rule time_to_peak:
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
         paper_steps=lambda wildcards, input: (
-            f"--paper-steps {input.paper_steps}" if "paper_steps" in input.keys() else ""
+            f"--paper-steps {input.paper_steps} --paper-curves {input.paper_curves}"
+            if "paper_steps" in input.keys()
+            else ""
         ),
     shell:
         "python -m pods.analysis time-to-peak --curves {input.curves} --steps {input.steps}"

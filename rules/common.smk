@@ -362,4 +362,5 @@ def get_time_to_peak_input(wildcards=None):
         # the authors' seconds per step of each setting's arms: speed-up (iii) (without it, under
         # released_logs: none, PAPER.md's stated values and the cost model)
         inputs["paper_steps"] = "results/released/steps.csv"
+        inputs["paper_curves"] = "results/released/curves.csv"
     return inputs

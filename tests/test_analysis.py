@@ -28,6 +28,7 @@ from pods.analysis.speedups import (
     default_comparisons,
     printed_speedup,
     released_comparisons,
+    paper_clock,
     seconds_per_step,
     speedup_table,
     time_to_peak,
@@ -233,7 +234,7 @@ def test_mean_curve_sem_band():
 def _runs(curves_by_seed):
     return pd.DataFrame(
         [
-            {"seed": s, "grid": k, "time_s": 10.0 * k, "value": v}
+            {"seed": s, "grid": k, "time_s": 10.0 * k, "step": 5 * k, "value": v}
             for s, vals in enumerate(curves_by_seed)
             for k, v in enumerate(vals)
         ]
@@ -254,14 +255,40 @@ def test_bootstrap_is_deterministic_and_brackets_the_estimate():
 
 
 def test_bootstrap_identical_seeds_collapse_to_point_and_counts_never_as_a_share():
-    base, pods = _runs([[0, 0.5, 0.9, 0.9]] * 4), _runs([[0, 0.9, 0.9, 0.9]] * 4)
+    base, pods = _runs([[0, 0.5, 0.9, 0.9]] * 5), _runs([[0, 0.9, 0.9, 0.9]] * 5)
     boot = bootstrap_speedup(base, pods, n_boot=200)
     assert boot["ci_low"] == boot["ci_high"] == pytest.approx(2.0)
+    assert boot["speedup_steps_ci_low"] == boot["speedup_steps_ci_high"] == pytest.approx(2.0)
     assert boot["p_never"] == 0.0
-    slow = _runs([[0, 0.1, 0.2, 0.3]] * 3)
+    slow = _runs([[0, 0.1, 0.2, 0.3]] * 5)
     never = bootstrap_speedup(base, slow, n_boot=50)
     assert never["p_never"] == 1.0  # every resample: PODS never reached the target
-    assert math.isnan(never["ci_high"])  # no ratio to take an interval of
+    # never-reached resamples count, as a speed-up of 0: the interval is [0, 0], not empty
+    assert never["ci_low"] == never["ci_high"] == 0.0
+    assert never["speedup_steps_ci_high"] == 0.0
+    assert math.isnan(never["speedup_steps_cond_high"])  # no resample reached: no conditional interval
+
+
+def test_never_reached_resamples_count_in_the_interval_and_the_conditional_one_stands_beside():
+    """Half of PODS's seeds reach the target, half never do: resamples in which the mean curve misses it are
+    a speed-up of 0 and pull the lower end to 0 (they are results, not gaps); the interval over the reached
+    resamples alone is the conditional one, reported beside it."""
+    base = _runs([[0, 0.5, 0.9, 0.9]] * 6)
+    pods = _runs([[0, 0.95, 0.95, 0.95]] * 3 + [[0, 0.5, 0.6, 0.7]] * 3)
+    boot = bootstrap_speedup(base, pods, n_boot=2000, seed=1)
+    assert 0.05 < boot["p_never"] < 0.95
+    assert boot["speedup_steps_ci_low"] == 0.0
+    assert boot["speedup_steps_cond_low"] > 0.0
+    assert boot["speedup_steps_ci_high"] == boot["speedup_steps_cond_high"]
+
+
+def test_no_speedup_interval_below_five_seeds_per_arm():
+    """At 3-4 seeds per arm no bootstrap interval of a first-reach ratio held 95% coverage in simulation
+    (pods.analysis.intervals), so none is printed: NaN, and the point and never share still stand."""
+    base, pods = _runs([[0, 0.5, 0.9, 0.9]] * 4), _runs([[0, 0.9, 0.9, 0.9]] * 4)
+    boot = bootstrap_speedup(base, pods, n_boot=200)
+    assert math.isnan(boot["ci_low"]) and math.isnan(boot["speedup_steps_ci_high"])
+    assert boot["p_never"] == 0.0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -400,7 +427,8 @@ def test_default_comparisons_and_speedup_table_on_fake_runs(tmp_path):
     assert table.loc["e", "t_baseline_s"] == 360.0
     assert table.loc["e", "speedup"] == 1.5
     assert table.loc["a", "n_seeds_baseline"] == 3
-    assert table.loc["a", "ci_low"] <= 3.0 <= table.loc["a", "ci_high"]
+    assert math.isnan(table.loc["a", "ci_low"])  # 3 seeds per arm: no interval
+    assert "no interval: 3 seed(s) per arm" in table.loc["a", "note"]
 
 
 def test_cli_collect_and_time_to_peak(tmp_path, capsys):
@@ -606,12 +634,14 @@ def test_released_sweeps_match_paper_section_4(released):
 @needs_released
 def test_released_other_settings_match_paper_section_5(released):
     curves, steps = released
+    # Seconds per OPTIMIZER step (wandb's `_step` read by released.optimizer_steps); the paper's Fig. 3(e)/(f)
+    # bars, 21.85 / 10.09 and 39.82 / 9.50, are 1800 s over `_step / GA`, which counts logging calls.
     sps = seconds_per_step(steps).set_index(["setting", "arm"])["seconds_per_step"].round(2)
     assert [sps[("e", "grpo_ga")], sps[("e", "pods")], sps[("f", "grpo_ga")], sps[("f", "pods")]] == [
-        21.85,
-        10.09,
-        39.82,
-        9.50,
+        76.92,
+        48.13,
+        243.24,
+        145.16,
     ]
 
     def curve(setting, arm, metric="accuracy", dataset="gsm8k"):
@@ -669,51 +699,57 @@ def _run_rows(setting, arm, n, m, steps_per_seed, time_s=300.0):
 
 
 def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
-    base_values, base_steps = [[0.5, 0.8, 0.9]] * 2, [[10, 20, 30], [12, 24, 34]]
+    # 5 seeds per arm, the fewest at which the table gives a speed-up interval.
+    base_steps = [[10, 20, 30], [12, 24, 34], [10, 20, 30], [12, 24, 34], [11, 22, 32]]
+    pods_steps = [[5, 10, 15], [7, 12, 17], [5, 10, 15], [7, 12, 17], [6, 11, 16]]
+    base_values = [[0.5, 0.8, 0.9]] * 5
     curves = pd.DataFrame(
         _tidy_arm("a", "grpo", 4, 4, base_values, base_steps)
-        + _tidy_arm("a", "pods", 16, 4, [[0.9, 0.9, 0.9]] * 2, [[5, 10, 15], [7, 12, 17]])
-        # (c): PODS seed 0 reaches the target at the first evaluation, seed 1 never does
+        + _tidy_arm("a", "pods", 16, 4, [[0.9, 0.9, 0.9]] * 5, pods_steps)
+        # (c): PODS seeds 0-1 reach the target at the first evaluation, seeds 2-4 never do
         + _tidy_arm("c", "grpo", 4, 4, base_values, base_steps)
-        + _tidy_arm("c", "pods", 16, 4, [[0.9, 0.9, 0.9], [0.5, 0.5, 0.5]], [[5, 10, 15], [7, 12, 17]])
+        + _tidy_arm("c", "pods", 16, 4, [[0.9, 0.9, 0.9]] * 2 + [[0.5, 0.5, 0.5]] * 3, pods_steps)
     )
     steps = pd.DataFrame(
-        _run_rows("a", "grpo", 4, 4, [30, 34])
-        + _run_rows("a", "pods", 16, 4, [15, 17])
-        + _run_rows("c", "grpo", 4, 4, [30, 34])
-        + _run_rows("c", "pods", 16, 4, [15, 17])
+        _run_rows("a", "grpo", 4, 4, [30, 34, 30, 34, 32])
+        + _run_rows("a", "pods", 16, 4, [15, 17, 15, 17, 16])
+        + _run_rows("c", "grpo", 4, 4, [30, 34, 30, 34, 32])
+        + _run_rows("c", "pods", 16, 4, [15, 17, 15, 17, 16])
     )
-    paper_steps = pd.DataFrame(  # the authors' s/step of (a)'s arms: 7.53 (GRPO) vs 10.08 (PODS), PAPER.md §4
+    paper_steps = pd.DataFrame(  # the authors' s/step of (a)'s arms: 7.53 (GRPO) vs 10.08 (PODS)
         [{"setting": "a", "role": "baseline", "arm": "grpo", "n": 16, "m": 16, "time_s": 753.0, "steps": 100},
          {"setting": "a", "role": "pods", "arm": "pods", "n": 64, "m": 16, "time_s": 1008.0, "steps": 100}]
     )  # fmt: skip
     comps = [Comparison(s, "gsm8k", "accuracy", {"arm": "grpo", "n": 4}, {"arm": "pods", "n": 16}, 2.0) for s in "ac"]
     table = speedup_table(curves, comps, n_boot=4000, steps=steps, paper_steps=paper_steps).set_index("setting")
     a = table.loc["a"]
-    # Target 0.99 x 0.9: the baseline reaches it at grid 3 (steps 30, 34: mean 32), PODS at grid 1 (5, 7: 6).
+    # Target 0.99 x 0.9: the baseline reaches it at grid 3 (mean step 32), PODS at grid 1 (mean step 6).
     assert (a["t_baseline_s"], a["t_pods_s"], a["speedup_exact"]) == (300.0, 100.0, 3.0)
     assert (a["steps_baseline"], a["steps_pods"]) == (32.0, 6.0)
     assert a["speedup_steps"] == pytest.approx(32 / 6)  # (i)
-    # s/step here: 600 s / 64 steps = 9.375 (baseline), 600 / 32 = 18.75 (PODS)
-    assert (a["sps_baseline"], a["sps_pods"]) == (pytest.approx(9.375), pytest.approx(18.75))
-    assert a["speedup_wall"] == pytest.approx(32 * 9.375 / (6 * 18.75))  # (ii) = 2.667
+    # s/step here: 300 s / 32 steps (baseline), 300 / 16 (PODS): shown, not multiplied into (ii)
+    assert (a["sps_baseline"], a["sps_pods"]) == (pytest.approx(300 / 32), pytest.approx(300 / 16))
+    # (ii): the training seconds at the crossing evaluations, 300 s and 100 s: 3.0, not (i) x mean s/step
+    assert (a["elapsed_baseline_s"], a["elapsed_pods_s"], a["speedup_wall"]) == (300.0, 100.0, 3.0)
     assert (a["paper_sps_baseline"], a["paper_sps_pods"]) == (pytest.approx(7.53), pytest.approx(10.08))
-    assert a["speedup_paper_hw"] == pytest.approx(32 * 7.53 / (6 * 10.08))  # (iii) = 3.984
+    assert a["speedup_paper_hw"] == pytest.approx(32 * 7.53 / (6 * 10.08))  # (iii) = 3.984 (constant s/step)
     assert a["paper_sps_source"].startswith("released logs (a)")
     assert a["p_pods_never"] == 0.0
     # The baseline's mean curve peaks at its last evaluation (step 32 of 32): no plateau.
     assert (a["peak_at_baseline"], a["last_at_baseline"], a["peak_share_baseline"]) == (32.0, 32.0, 1.0)
     assert not a["plateau_baseline"]
-    # Resampled steps: baseline mean in {30, 32, 34}, PODS in {5, 6, 7}: (i) within [30/7, 34/5].
+    # Resampled steps: baseline mean in [30, 34], PODS in [5, 7]: (i) within [30/7, 34/5].
     assert 30 / 7 - 1e-9 <= a["speedup_steps_ci_low"] <= a["speedup_steps"] <= a["speedup_steps_ci_high"] <= 6.8
     c = table.loc["c"]
-    # Mean PODS curve 0.7 < 0.891: never reached; of the 4 equally likely PODS resamples only (0, 0) reaches.
+    # Mean PODS curve 0.66 < 0.891: never reached; a resample reaches only when all 5 draws are seeds 0-1.
     assert math.isnan(c["speedup"])
     assert c["t_pods_s"] == math.inf
     assert "never reached" in c["note"]
-    assert c["p_pods_never"] == pytest.approx(0.75, abs=0.03)
-    # In the resamples that reach, PODS takes 5 steps and the baseline 30, 32 or 34: (i) in [6, 6.8].
-    assert 6.0 - 1e-9 <= c["speedup_steps_ci_low"] <= c["speedup_steps_ci_high"] <= 6.8 + 1e-9
+    assert c["p_pods_never"] == pytest.approx(1 - 0.4**5, abs=0.01)
+    # Never-reached resamples count as 0, so the interval starts at 0; over the resamples that reach, PODS
+    # takes 6 steps (seeds 0-1: 5 and 7) and the baseline 30-34: the conditional interval lies in [30/7, 6.8].
+    assert c["speedup_steps_ci_low"] == 0.0
+    assert 30 / 7 - 1e-9 <= c["speedup_steps_cond_low"] <= c["speedup_steps_cond_high"] <= 6.8 + 1e-9
     # (c) has no released s/step: the cost model predicts them from (c)'s paper arms (8/8 vs 32/8).
     assert c["paper_sps_source"].startswith("prediction: cost model")
     assert "8/8 vs 32/8" in c["paper_sps_source"]
@@ -721,6 +757,28 @@ def test_three_speedups_and_never_reached_share_on_a_hand_made_fixture():
     predicted = [fit["fixed_s"] + fit["g1_s"] * n + fit["u1_s"] * 8 for n in (8, 32)]
     assert [c["paper_sps_baseline"], c["paper_sps_pods"]] == pytest.approx(predicted)
     assert c["paper_sps_baseline"] < c["paper_sps_pods"]
+
+
+def test_paper_hardware_speedup_reads_the_released_clock_at_the_step_count():
+    """(iii) takes the paper hardware's training time at the steps each arm needed from the released curves
+    (interpolated between their evaluations, extended at the last point's mean rate), not the whole run's
+    mean seconds per step: a run whose first steps were slower than its mean is read as slower there."""
+    paper_curves = pd.DataFrame(
+        _tidy_arm("a", "grpo", 16, 16, [[0.5, 0.6]] * 2, [[10, 40]] * 2)  # 10 s/step, then 10 s/step
+        + _tidy_arm("a", "pods", 64, 16, [[0.5, 0.6]] * 2, [[5, 15]] * 2)  # 20 s/step, then 10 s/step
+    )
+    paper_curves["role"] = np.where(paper_curves["arm"] == "grpo", "baseline", "pods")
+    paper_curves["time_s"] = np.where(paper_curves["arm"] == "grpo", paper_curves["step"] * 10.0, 0.0)
+    pods_rows = paper_curves["arm"] == "pods"
+    paper_curves.loc[pods_rows, "time_s"] = np.where(paper_curves.loc[pods_rows, "step"] == 5, 100.0, 200.0)
+    clock = paper_clock("a", paper_curves)
+    assert clock.source.startswith("released logs (a)")
+    base_s, pods_s = clock.seconds(np.array([32.0, 80.0]), np.array([6.0, 30.0]))
+    assert base_s.tolist() == pytest.approx([320.0, 800.0])  # inside, then beyond at 400 s / 40 steps
+    # 6 steps: 100 s at 5 plus one step of the 5-15 segment (10 s); 30 steps: 200 s + 15 x (200 / 15)
+    assert pods_s.tolist() == pytest.approx([110.0, 400.0])
+    # without released curves: the constant seconds per step (here none known for a made-up setting)
+    assert math.isnan(paper_clock("zz").seconds(np.array([1.0]), np.array([1.0]))[0][0])
 
 
 def test_baseline_plateau_is_where_the_mean_curve_peaks_in_steps_of_the_last_evaluation(tmp_path):
@@ -824,17 +882,18 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
 
 
 def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_the_cost_model():
-    """released_logs: none: (a), (e), (f) take the released s/step PAPER.md states, the others the cost model."""
+    """released_logs: none: (a), (e), (f) take the released runs' s/step the package records, the others the
+    cost model."""
     from pods.analysis.speedups import paper_seconds_per_step
 
-    # (a): the n sweep's 16/16 and 64/16 values on 1 L40S (PAPER.md §4), as the released logs give them.
+    # (a): the n sweep's 16/16 and 64/16 values on 1 L40S, as the released logs give them.
     base, pods_, source = paper_seconds_per_step("a", None)
     assert (base, pods_) == (7.53, 10.08)
-    assert source.startswith("stated: PAPER.md")
+    assert source.startswith("recorded: s/step of the released (a) runs")
     assert "16/16 vs 64/16" in source
-    # (e)/(f): GRPO-GA vs PODS per global step on 8 GPUs (PAPER.md §5).
-    assert paper_seconds_per_step("e", None)[:2] == (21.85, 10.09)
-    assert paper_seconds_per_step("f", None)[:2] == (39.82, 9.50)
+    # (e)/(f): GRPO-GA vs PODS per optimizer step on 8 GPUs, the released logs' steps read from wandb's _step.
+    assert paper_seconds_per_step("e", None)[:2] == (76.92, 48.13)
+    assert paper_seconds_per_step("f", None)[:2] == (243.24, 145.16)
     assert "8xA100" in paper_seconds_per_step("f", None)[2]
     # (b) (Llama, 16/16 vs 64/16) and (d) have no stated value: the cost model fitted to (a) predicts them.
     fit = next(r for r in cost_model().invert_paper() if r["setting"] == "a")

@@ -28,8 +28,8 @@ def _with_start(rows, setting, arm, n, m, start):
 
 
 def test_steps_to_each_level_and_their_ratio_on_a_hand_made_fixture(helpers):
-    base = pd.DataFrame(helpers._tidy_arm("a", "grpo", 4, 4, [[0.5, 0.7, 0.9]] * 2, [[10, 20, 30]] * 2))
-    pods = pd.DataFrame(helpers._tidy_arm("a", "pods", 16, 4, [[0.7, 0.9, 0.9]] * 2, [[5, 10, 15]] * 2))
+    base = pd.DataFrame(helpers._tidy_arm("a", "grpo", 4, 4, [[0.5, 0.7, 0.9]] * 5, [[10, 20, 30]] * 5))
+    pods = pd.DataFrame(helpers._tidy_arm("a", "pods", 16, 4, [[0.7, 0.9, 0.9]] * 5, [[5, 10, 15]] * 5))
     t = level_speedups(base, pods, [0.6, 0.8, 0.95], n_boot=200).set_index("kind")
     lv = t.loc["level"]
     assert list(lv["level"]) == [0.6, 0.8, 0.95]
@@ -43,33 +43,49 @@ def test_steps_to_each_level_and_their_ratio_on_a_hand_made_fixture(helpers):
     assert lv["p_baseline_never"].tolist() == [0, 0, 1]
     assert lv["p_pods_never"].tolist() == [0, 0, 1]
     pooled = t.loc["pooled"]
-    assert pooled["n_levels"] == 2
+    assert pooled["n_levels"] == 2  # 0.95, which the baseline can miss (here: always), leaves the pool
     assert pooled["speedup"] == pytest.approx(50 / 15)
+    assert pooled["ci_low"] == pooled["ci_high"] == pytest.approx(50 / 15)
     assert (t["unit"] == "steps").all()
     # a PODS arm with no evaluation after t = 0 reaches no level (time-to-peak's "never")
-    none = level_speedups(base, pods.iloc[:0], [0.6], n_boot=50).iloc[0]
+    none = level_speedups(base, pods.iloc[:0], [0.6], n_boot=100).iloc[0]
     assert none["t_baseline"] == 20
     assert math.isinf(none["t_pods"])
     # without optimizer steps the positions are grid seconds (100 s apart)
-    t_s = level_speedups(base.drop(columns="step"), pods.drop(columns="step"), [0.6], n_boot=50)
+    t_s = level_speedups(base.drop(columns="step"), pods.drop(columns="step"), [0.6], n_boot=100)
     assert t_s["unit"].iloc[0] == "s"
     assert t_s["t_baseline"].iloc[0] == 200
     assert t_s["t_pods"].iloc[0] == 100
 
 
 def test_seed_noise_gives_an_interval_and_never_shares(helpers):
-    # seed 1 of PODS never reaches 0.85: the mean does (0.9, 0.8 -> 0.85); a resample of seed 1 alone does not
-    base = pd.DataFrame(helpers._tidy_arm("a", "grpo", 4, 4, [[0.5, 0.7, 0.9], [0.5, 0.8, 0.9]], [[10, 20, 30]] * 2))
-    pods = pd.DataFrame(helpers._tidy_arm("a", "pods", 16, 4, [[0.9, 0.9, 0.9], [0.8, 0.8, 0.8]], [[5, 10, 15]] * 2))
+    """A resample in which PODS misses the level counts (as 0: the lower end falls to 0), the share is
+    reported, and the interval over the resamples that reach it stands beside, labelled conditional."""
+    # PODS seeds 0-2 reach 0.85 at once, seeds 3-4 never (0.8); the mean does (0.88)
+    base = pd.DataFrame(
+        helpers._tidy_arm(
+            "a", "grpo", 4, 4, [[0.5, 0.7, 0.9], [0.5, 0.8, 0.9]] * 2 + [[0.5, 0.75, 0.9]], [[10, 20, 30]] * 5
+        )
+    )
+    pods = pd.DataFrame(
+        helpers._tidy_arm("a", "pods", 16, 4, [[0.9, 0.9, 0.9]] * 3 + [[0.8, 0.8, 0.8]] * 2, [[5, 10, 15]] * 5)
+    )
     row = level_speedups(base, pods, [0.85], n_boot=4000).iloc[0]
     assert row["t_baseline"] == 30
     assert row["t_pods"] == 5
     assert row["speedup"] == 6.0
-    assert row["p_pods_never"] == pytest.approx(0.25, abs=0.03)  # both draws seed 1
+    # a resample's PODS mean is >= 0.85 iff at most 2 of its 5 draws are seeds 3-4 (p = 0.4): P = 0.317
+    assert row["p_pods_never"] == pytest.approx(1 - 0.68256, abs=0.03)
     assert row["p_baseline_never"] == 0
-    assert row["ci_low"] <= 6.0 <= row["ci_high"]
+    assert row["ci_low"] == 0.0 <= 6.0 <= row["ci_high"]
+    assert row["cond_low"] == row["cond_high"] == 6.0  # when reached: always at step 5 against 30
+    # fewer than 5 seeds per arm: no interval (coverage not shown), the point stands
+    few = level_speedups(base[base["seed"] < 3], pods[pods["seed"] < 3], [0.85], n_boot=100).iloc[0]
+    assert few["speedup"] == 6.0
+    assert math.isnan(few["ci_low"])
+    assert "no interval: 3 seed(s)" in few["note"]
     # one seed per arm: no interval and no shares
-    one = level_speedups(base[base["seed"] == 0], pods[pods["seed"] == 0], [0.85], n_boot=50).iloc[0]
+    one = level_speedups(base[base["seed"] == 0], pods[pods["seed"] == 0], [0.85], n_boot=100).iloc[0]
     assert one["speedup"] == 6.0
     assert math.isnan(one["ci_low"])
     assert math.isnan(one["p_pods_never"])
@@ -176,7 +192,7 @@ def test_fractions_keep_their_levels_when_the_baseline_falls_below_its_start(hel
     df = pd.DataFrame(_with_start(rows[:6], "c", "grpo", 4, 4, 0.3) + _with_start(rows[6:], "c", "pods", 16, 4, 0.3))
     df["role"] = np.where(df["arm"] == "grpo", "baseline", "pods")
     df["primary_dataset"] = "gsm8k"
-    lv = level_table(df, fractions=(0.5, 1.0), n_boot=50).set_index("kind").loc["level"]
+    lv = level_table(df, fractions=(0.5, 1.0), n_boot=100).set_index("kind").loc["level"]
     assert lv["fraction"].tolist() == [0.5, 1.0]
     assert lv["level"].tolist() == pytest.approx([0.25, 0.2])
     assert lv["t_baseline"].tolist() == [math.inf, 10]

@@ -179,6 +179,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
         "settings without released logs use the cost model (pods/analysis/cost_model.py)",
     )
+    p.add_argument(
+        "--paper-curves",
+        help="curves.csv of `released`: the paper hardware's training time at each step count, for speed-up "
+        "(iii) (else --paper-steps' mean seconds per step)",
+    )
     p = sub.add_parser(
         "plateau", allow_abbrev=False, help="has each arm's mean curve stopped rising? (peak position, trend)"
     )
@@ -265,7 +270,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
             )
         if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds", "ablations", "signal")):
             q.add_argument(
-                "--n-boot", type=_n_boot_arg, default=2000, help="bootstrap resamples over seeds (default 2000)"
+                "--n-boot", type=_n_boot_arg, default=4000, help="bootstrap resamples over seeds (default 4000)"
             )
             q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     return ap
@@ -280,7 +285,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             curves, steps = read_released(args.logs, args.sheet)
             comparisons = released_comparisons(args.sheet)
             # The authors' runs are their own "this machine" and paper hardware: (ii) = (iii).
-            table = speedup_table(curves, comparisons, args.threshold, args.n_boot, args.boot_seed, steps, steps)
+            table = speedup_table(
+                curves, comparisons, args.threshold, args.n_boot, args.boot_seed, steps, steps, curves
+            )
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             written += write_table(table, out / "time_to_peak")
         elif args.cmd == "collect":
@@ -344,6 +351,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
                 raise AnalysisInputError(
                     f"{args.paper_steps} is missing or empty: `python -m pods.analysis released` writes it"
                 )
+            paper_curves = read_curves(args.paper_curves) if args.paper_curves else None
             table = speedup_table(
                 curves,
                 default_comparisons(curves, args.metric),
@@ -352,6 +360,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
                 args.boot_seed,
                 steps,
                 paper_steps,
+                paper_curves,
             )
             if table.empty:
                 raise AnalysisInputError(

@@ -28,10 +28,10 @@ must exceed a threshold that falls as the per-step benefit S grows (r = 4: S = 2
 Against GRPO-GA (same r m rollouts, settings (e)-(f)) PODS is always cheaper per step; it pays off
 iff S_GA > t_PODS / t_GA, where S_GA (< 1 allowed) is GA's steps-to-target over PODS's.
 
-The script also inverts the model for the paper's GPUs (PAPER.md §4-§5):
+The script also inverts the model for the paper's GPUs (the released logs' seconds per step; docs/paper.md):
 - (a), 1 L40S: fit ``c + g1 n + u1 m`` (c = g0 + u0, k = 1) to the eight s/step values of the n and m sweeps;
 - (e)/(f), 8 GPUs, per global step: each GPU generates n * GA = 512 rollouts in one round (one prompt,
-  PAPER.md §1.4) and then runs GA micro-batches of 32 rows, so PODS = G + 4 U and GA = G + 16 U with
+  arXiv 2504.13818 §4.1) and then runs GA micro-batches of 32 rows, so PODS = G + 4 U and GA = G + 16 U with
   G = g0 + 512 g1 and U = u0 + 32 u1: two equations, two unknowns.
 
 Departures: the model ignores sequence-length differences between arms (the paper's completion lengths
@@ -51,13 +51,16 @@ import numpy as np
 
 REQUIRED = ("rollouts", "gen_time_s", "update_time_s")
 
-# PAPER.md §4 table, setting (a) on one L40S: (n, m, seconds per step) from the released results.
+# Setting (a) on one L40S: (n, m, seconds per step) of the released n and m sweeps (6 h / mean steps at 6 h).
 PAPER_A_SWEEP = [(16, 16, 7.53), (32, 16, 7.89), (64, 16, 10.08), (128, 16, 13.57), (256, 16, 21.23),
                  (64, 8, 9.13), (64, 4, 8.94), (64, 2, 7.91)]  # fmt: skip
-# PAPER.md §5: seconds per global step on 8 GPUs; PODS = 4 micro-batches of 32, GA = 16 of 32.
-PAPER_GLOBAL = {"e": {"ga": 21.85, "pods": 10.09, "gpus": "8xH100, Qwen2.5-3B"},
-                "f": {"ga": 39.82, "pods": 9.50, "gpus": "8xA100, Qwen2.5-7B"}}  # fmt: skip
-# PAPER.md §5 (a): hours to reach 0.99 x GRPO's peak, for the steps-based benefit S.
+# Seconds per optimizer step on 8 GPUs of the released (e)/(f) runs (1800 s / mean optimizer steps at 30 min,
+# the steps counted from wandb's `_step` as pods.analysis.released.optimizer_steps settles it; the paper's
+# Fig. 3(e)/(f) bars, 21.85 / 10.09 and 39.82 / 9.50, divide by `_step / GA` instead). PODS = 4 micro-batches
+# of 32, GA = 16 of 32.
+PAPER_GLOBAL = {"e": {"ga": 76.92, "pods": 48.13, "gpus": "8xH100, Qwen2.5-3B"},
+                "f": {"ga": 243.24, "pods": 145.16, "gpus": "8xA100, Qwen2.5-7B"}}  # fmt: skip
+# (a): hours to reach 0.99 x GRPO's peak (arXiv 2504.13818 Table 3, the released logs), for the steps-based benefit S.
 PAPER_A_TIME_TO_TARGET_H = {"grpo": 3.0, "pods": 1.5}
 
 
@@ -158,7 +161,7 @@ def invert_paper() -> list[dict]:
     out.append({"setting": "a", "hardware": "1xL40S, Qwen2.5-3B LoRA", "fixed_s": c, "g1_s": g1, "u1_s": u1,
                 "u1_over_g1": u1 / g1, "kappa_m16": (u1 + c / 16) / g1, "rms_resid_s": resid,
                 "pred_grpo_16": c + 16 * g1 + 16 * u1, "pred_pods_64_16": c + 64 * g1 + 16 * u1,
-                "note": "least squares over the 8 (n, m) s/step values of PAPER.md §4"})  # fmt: skip
+                "note": "least squares over the 8 (n, m) s/step values of the released sweeps"})  # fmt: skip
     for s, v in PAPER_GLOBAL.items():
         U = (v["ga"] - v["pods"]) / 12  # one GA micro-batch of 32 rows: u0 + 32 u1
         G = v["pods"] - 4 * U  # one generation round of 512 rollouts per GPU: g0 + 512 g1
@@ -201,7 +204,7 @@ def report(fits: dict[str, CostParams], ms: list[int], r: int, S: float) -> tupl
                 add(name, f"{key}@m={m},r={r}", q[key], "s" if key.endswith("_s") else "ratio")
             add(name, f"speedup_at_S@m={m},r={r}", S / q["pods_over_grpo"], "ratio")
     lines.append(
-        f"== paper, inverted (PAPER.md §4-§5); S for (a) = {S:.2f} GRPO steps per PODS step, "
+        f"== paper, inverted (the released logs' s/step); S for (a) = {S:.2f} GRPO steps per PODS step, "
         f"threshold on kappa at r={r}: {kappa_threshold(S, r):.2f}"
     )
     for inv in invert_paper():

@@ -71,8 +71,9 @@ def _first_reach(times_T: np.ndarray, values_B_T: np.ndarray, target_B: np.ndarr
 
 @dataclass(frozen=True)
 class _Arm:
-    """One arm's runs as matrices over (seed S, grid point T > 0): values, optimizer steps and each
-    seed's training seconds and steps at the end of the run (for seconds per step)."""
+    """One arm's runs as matrices over (seed S, grid point T > 0): values, optimizer steps, each seed's
+    training seconds and steps at the end of the run (for seconds per step) and its training seconds at
+    each evaluation (`elapsed_S_T`, for the time to a target)."""
 
     seeds: np.ndarray
     times_T: np.ndarray
@@ -80,6 +81,7 @@ class _Arm:
     steps_S_T: np.ndarray
     run_time_S: np.ndarray
     run_steps_S: np.ndarray
+    elapsed_S_T: np.ndarray | None = None
 
 
 def _arm(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> _Arm:
@@ -91,12 +93,20 @@ def _arm(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> _Arm:
     else:  # tidy rows without optimizer steps: no steps-based speed-ups
         steps = pd.DataFrame(np.nan, index=wide.index, columns=wide.columns)
     times = runs.groupby("grid")["time_s"].mean().reindex(wide.columns)
+    elapsed = runs.pivot_table(index="seed", columns="grid", values="time_s", aggfunc="first")
+    elapsed = elapsed.reindex(index=wide.index, columns=wide.columns)
     run_time = run_steps_n = np.full(len(wide), np.nan)
     if run_steps is not None and len(run_steps):
         per_seed = run_steps.groupby("seed")[["time_s", "steps"]].mean().reindex(wide.index)
         run_time, run_steps_n = per_seed["time_s"].to_numpy(float), per_seed["steps"].to_numpy(float)
     return _Arm(
-        wide.index.to_numpy(), times.to_numpy(float), wide.to_numpy(float), steps.to_numpy(float), run_time, run_steps_n
+        wide.index.to_numpy(),
+        times.to_numpy(float),
+        wide.to_numpy(float),
+        steps.to_numpy(float),
+        run_time,
+        run_steps_n,
+        elapsed.to_numpy(float),
     )
 
 

@@ -1,15 +1,14 @@
 """Speed-up at fixed accuracy levels: the steps each arm's mean curve needs to first reach a level.
 
 Time-to-peak (pods.analysis.speedups) asks when each arm first reaches 0.99 x the baseline's peak, so its
-answer moves with the budget whenever the baseline is still rising at the end of its run: the tiny
-(a) steps speed-up is 1.41 at 600 steps and 1.92 at 2000, because GRPO's peak, and with it the
-target, rises with the budget (issue 10). This table asks the budget-free question instead: how many
-optimizer steps does each arm's mean curve over seeds need to first reach accuracy L, for fixed L,
-and what is their ratio (how many baseline steps one PODS step is worth on the way to L)?
+answer moves with the budget whenever the baseline is still rising at the end of its run (its peak, and
+with it the target, rises with the budget). This table asks the question at levels below the peak:
+how many optimizer steps does each arm's mean curve over seeds need to first reach accuracy L, and what
+is their ratio (how many baseline steps one PODS step is worth on the way to L)?
 
-A level that both arms reach within a budget gets the same answer from every longer budget: the
-tiny scale's step budget makes the runs deterministic, so the first 600 steps of a 2000-step run are
-the 600-step run, evaluation for evaluation. Rows of fixed `levels` from a short and a long run agree
+A level that both arms reach within a budget gets the same answer from every longer budget: the tiny
+scale's step budget makes the runs deterministic, so the first 600 steps of a 2000-step run are the
+600-step run, evaluation for evaluation. Rows of fixed `levels` from a short and a long run agree
 wherever both reach them; the long run only adds the higher levels.
 
 Definitions (mean curves over seeds at the evaluation grid, t = 0 excluded, as in time-to-peak):
@@ -17,15 +16,20 @@ Definitions (mean curves over seeds at the evaluation grid, t = 0 excluded, as i
   steps (`unit` "steps"), else its grid time in seconds (`unit` "s");
 - t(L) = the position of the first evaluation at which the mean curve is >= L (inf: never);
 - speed-up(L) = t_baseline(L) / t_pods(L);
-- default levels: `fractions` of the baseline's rise from its start (its mean at t = 0; without
-  t = 0 rows, its first evaluation) to its peak (1.0 = the peak itself). Those move with the budget
-  as the peak does; pass `levels` to compare budgets;
-- "pooled": sum of t_baseline over the levels both mean curves reach / the same sum for PODS (one
-  number for the whole climb, weighted towards the high levels, which take the most steps).
-Intervals: 95% percentile bootstrap over seeds, resampling each arm's seeds (the resamples of the
-time-to-peak table: the same generator, drawn in the same order), over the resamples in which both
-arms reach the level; `p_baseline_never` / `p_pods_never` are the shares in which an arm does not
-(for "pooled": misses at least one of its levels). An arm with one seed has no interval.
+- default levels: `fractions` of the baseline's rise from its start (its mean at t = 0; without t = 0
+  rows, its first evaluation) to its peak (1.0 = the peak itself). Those move with the budget as the
+  peak does; pass `levels` to compare budgets;
+- "pooled": the baseline's steps summed over the levels below the peak / the same sum for PODS (one
+  number for the climb). The peak level is left out of the pool: the baseline reaches its own peak at
+  the argmax of its noisy mean curve, and that level's steps, the largest, would dominate the sum with a
+  bias no interval holds. With absolute `levels`, the pool holds the levels the baseline reaches in every
+  resample (one it can miss leaves the pool; `n_levels` says how many stayed).
+Intervals (pods.analysis.intervals.levels_interval): each arm's seeds resampled on their own, the levels
+RECOMPUTED in every resample from that resample's baseline (fractions), so the baseline reaches each in
+every resample; a resample in which PODS misses a level counts as a speed-up of 0 (`p_pods_never`), one in
+which the baseline misses an absolute level as +inf (`p_baseline_never`); the expanded percentile interval
+(simulated coverage >= 93% from 5 seeds per arm; none below, `note` says why); `cond_low`/`cond_high`: the
+interval over the resamples in which both arms reach the level.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.analysis.curves import _arm, _at, _bootstrap_means, _first_index, _fmt, _interval, _label
+from pods.analysis.curves import _arm, _at, _bootstrap_means, _first_index, _fmt, _label
+from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, levels_interval
 from pods.analysis.speedups import _arm_runs, default_comparisons
 from pods.analysis.tidy import AnalysisInputError
 
@@ -70,71 +75,122 @@ def _ratio(num, den):
         return np.where(np.isfinite(num) & np.isfinite(den), num / den, np.nan)
 
 
+def _few_seeds(n: int) -> str:
+    return f"no interval: {n} seed(s) per arm, below the {MIN_SEEDS_SPEEDUP} at which its 95% coverage holds"
+
+
 def level_speedups(
     baseline_runs: pd.DataFrame,
     pods_runs: pd.DataFrame,
-    levels: Sequence[float],
-    n_boot: int = 2000,
+    levels: Sequence[float] | None = None,
+    n_boot: int = 4000,
     seed: int = 0,
     ci: float = 0.95,
+    fractions: Sequence[float] | None = None,
 ) -> pd.DataFrame:
-    """One row per level (in the order given), then a "pooled" row: unit, level, t_baseline, t_pods, speedup,
-    ci_low, ci_high, p_baseline_never, p_pods_never (module docstring). Inputs: tidy rows (seed, grid,
-    time_s, step, value) of one metric and dataset per arm."""
+    """One row per level (absolute `levels` in the order given, or `fractions` of the baseline's rise), then a
+    "pooled" row: unit, level, t_baseline, t_pods, speedup, ci_low, ci_high, cond_low, cond_high,
+    p_baseline_never, p_pods_never, n_levels, note (module docstring). Inputs: tidy rows (seed, grid, time_s,
+    step, value) of one metric and dataset per arm."""
+    if (levels is None) == (fractions is None):
+        raise AnalysisInputError("pass accuracy levels or fractions of the baseline's rise, not both or neither")
     base, pods = _arm(baseline_runs), _arm(pods_runs)
     if base.values_S_T.size == 0:
         raise AnalysisInputError("the baseline has no evaluation after t = 0: no level can be reached")
-    levels_L = np.array([float(x) for x in levels])
-    if levels_L.size == 0 or not np.isfinite(levels_L).all():
-        raise AnalysisInputError(f"levels must be finite numbers, at least one (got {list(levels)})")
+    if levels is not None:
+        levels_L = np.array([float(x) for x in levels])
+        if levels_L.size == 0 or not np.isfinite(levels_L).all():
+            raise AnalysisInputError(f"levels must be finite numbers, at least one (got {list(levels)})")
+    else:
+        fractions_L = np.array([float(f) for f in fractions])
+        start, peak = _start_and_peak(baseline_runs)
+        levels_L = peak - (1.0 - fractions_L) * (peak - start)  # exactly the peak at 1.0 (float rounding)
     if pods.values_S_T.size == 0:  # PODS never evaluated after t = 0: it reaches no level (as in time-to-peak)
         pods = replace(pods, seeds=np.array([0]), times_T=base.times_T[:1], values_S_T=np.full((1, 1), np.nan),
                        steps_S_T=np.full((1, 1), np.nan))  # fmt: skip
     unit = _unit(base, pods)  # an all-NaN PODS arm has no evaluation to lack a step
     t_base_L = _reach(base, np.arange(len(base.seeds))[None], levels_L, unit)[0]
     t_pods_L = _reach(pods, np.arange(len(pods.seeds))[None], levels_L, unit)[0]
-    one_seed = min(len(base.seeds), len(pods.seeds)) < 2
-    rng = np.random.default_rng(seed)  # drawn as bootstrap_speedup draws: its resamples
-    idx_base = rng.integers(0, len(base.seeds), (n_boot, len(base.seeds)))
-    idx_pods = rng.integers(0, len(pods.seeds), (n_boot, len(pods.seeds)))
-    rb_B_L, rp_B_L = _reach(base, idx_base, levels_L, unit), _reach(pods, idx_pods, levels_L, unit)
+    pooled_L = np.ones(len(levels_L), bool) if levels is not None else fractions_L < 1.0
+    n_seeds = min(len(base.seeds), len(pods.seeds))
+
+    nan_L = np.full(len(levels_L), math.nan)
+    ends = {k: nan_L for k in ("low", "high", "cond_low", "cond_high", "never_share", "base_never_share")}
+    ends |= {f"pooled_{k}": math.nan for k in list(ends)}
+    note = _few_seeds(n_seeds) if n_seeds < MIN_SEEDS_SPEEDUP else ""
+    if n_seeds >= 2 and np.isfinite(pods.values_S_T).any():
+        pos = (base.steps_S_T, pods.steps_S_T) if unit == "steps" else (base.times_T, pods.times_T)
+        at0 = baseline_runs[baseline_runs["time_s"] <= 0].groupby("seed")["value"].mean()
+        start_S = (
+            at0.reindex(base.seeds).to_numpy(float) if len(at0) and at0.reindex(base.seeds).notna().all() else None
+        )
+
+        def interval(lv):
+            try:
+                return _levels_interval(lv)
+            except ValueError as err:  # e.g. too few resamples for the expanded interval's tails
+                raise AnalysisInputError(f"levels: {err}") from None
+
+        def _levels_interval(lv):
+            return levels_interval(
+                base.values_S_T, pods.values_S_T, pos[0], pods_steps_T=pos[1],
+                fractions=fractions_L if levels is None else DEFAULT_FRACTIONS,
+                base_start_S=start_S if levels is None else None, levels=lv,
+                rng=np.random.default_rng(seed), n_boot=n_boot, ci=ci,
+            )  # fmt: skip
+
+        res = interval(None if levels is None else levels_L)
+        ends = {k: res[k] for k in ends}
+        note = _few_seeds(n_seeds) if res["note"] else ""
+        if levels is not None:  # a fixed level the baseline misses in some resample leaves the pool
+            pooled_L = np.asarray(res["base_never_share"]) == 0
+            if pooled_L.any() and not pooled_L.all():
+                again = interval(levels_L[pooled_L])  # the same resamples: the same seed
+                ends |= {k: again[k] for k in ends if k.startswith("pooled_")}
+            elif not pooled_L.any():
+                ends |= {k: math.nan for k in ends if k.startswith("pooled_")}
+    elif n_seeds < 2:
+        note = "no interval: 1 seed in an arm"
 
     rows = []
     for j, level in enumerate(levels_L):
-        lo, hi = _interval(_ratio(rb_B_L[:, j], rp_B_L[:, j]), ci)
         rows.append(
             {
                 "level": float(level),
                 "t_baseline": float(t_base_L[j]),
                 "t_pods": float(t_pods_L[j]),
                 "speedup": float(_ratio(t_base_L[j], t_pods_L[j])),
-                "ci_low": lo,
-                "ci_high": hi,
-                "p_baseline_never": float(np.isinf(rb_B_L[:, j]).mean()),
-                "p_pods_never": float(np.isinf(rp_B_L[:, j]).mean()),
+                "ci_low": float(ends["low"][j]),
+                "ci_high": float(ends["high"][j]),
+                "cond_low": float(ends["cond_low"][j]),
+                "cond_high": float(ends["cond_high"][j]),
+                "p_baseline_never": float(ends["base_never_share"][j]),
+                "p_pods_never": float(ends["never_share"][j]),
             }
         )
-    both_L = np.isfinite(t_base_L) & np.isfinite(t_pods_L)
-    pooled = {"level": math.nan, "t_baseline": math.nan, "t_pods": math.nan, "speedup": math.nan,
-              "ci_low": math.nan, "ci_high": math.nan, "p_baseline_never": math.nan, "p_pods_never": math.nan}  # fmt: skip
-    if both_L.any():
-        sum_b_B, sum_p_B = rb_B_L[:, both_L].sum(axis=1), rp_B_L[:, both_L].sum(axis=1)  # inf where a level is missed
-        lo, hi = _interval(_ratio(sum_b_B, sum_p_B), ci)
-        pooled |= {
-            "t_baseline": float(t_base_L[both_L].sum()),
-            "t_pods": float(t_pods_L[both_L].sum()),
-            "speedup": float(t_base_L[both_L].sum() / t_pods_L[both_L].sum()),
-            "ci_low": lo,
-            "ci_high": hi,
-            "p_baseline_never": float(np.isinf(sum_b_B).mean()),
-            "p_pods_never": float(np.isinf(sum_p_B).mean()),
-        }
+    if levels is not None and n_seeds < 2:  # no resamples: pool the fixed levels the baseline reaches
+        pooled_L = np.isfinite(t_base_L)
+    both_L = pooled_L & np.isfinite(t_base_L) & np.isfinite(t_pods_L)
+    full = pooled_L & np.isfinite(t_base_L)
+    pooled = {
+        "level": math.nan,
+        "t_baseline": float(t_base_L[full].sum()) if full.any() else math.nan,
+        "t_pods": float(t_pods_L[full].sum()) if full.any() else math.nan,
+        "speedup": float(t_base_L[full].sum() / t_pods_L[full].sum())
+        if full.any() and both_L[full].all()
+        else math.nan,
+        "ci_low": float(ends["pooled_low"]),
+        "ci_high": float(ends["pooled_high"]),
+        "cond_low": float(ends["pooled_cond_low"]),
+        "cond_high": float(ends["pooled_cond_high"]),
+        "p_baseline_never": float(ends["pooled_base_never_share"]),
+        "p_pods_never": float(ends["pooled_never_share"]),
+    }
     out = pd.DataFrame([*rows, pooled])
     out.insert(0, "kind", ["level"] * len(rows) + ["pooled"])
     out.insert(1, "unit", unit)
-    out["n_levels"] = [1] * len(rows) + [int(both_L.sum())]
-    if one_seed:  # a resample of one seed is that seed: no interval, no shares
-        out[["ci_low", "ci_high", "p_baseline_never", "p_pods_never"]] = math.nan
+    out["n_levels"] = [1] * len(rows) + [int(pooled_L.sum())]
+    out["note"] = note
     return out
 
 
@@ -156,7 +212,7 @@ def level_table(
     fractions: Sequence[float] = DEFAULT_FRACTIONS,
     metric: str | None = None,
     settings: Sequence[str] | None = None,
-    n_boot: int = 2000,
+    n_boot: int = 4000,
     boot_seed: int = 0,
 ) -> pd.DataFrame:
     """`level_speedups` for each setting's main comparison (pods.analysis.speedups.default_comparisons: the
@@ -170,11 +226,11 @@ def level_table(
         start, peak = _start_and_peak(base_runs)
         if levels is not None:
             lv, fr = sorted(float(x) for x in levels), None
+            t = level_speedups(base_runs, pods_runs, lv, n_boot, boot_seed)
         else:
             fr = sorted(float(f) for f in fractions)
-            lv = [peak - (1 - f) * (peak - start) for f in fr]  # exactly the peak at 1.0 (float rounding)
-        t = level_speedups(base_runs, pods_runs, lv, n_boot, boot_seed)
-        t.insert(0, "fraction", [*(fr or [math.nan] * len(lv)), math.nan])
+            t = level_speedups(base_runs, pods_runs, None, n_boot, boot_seed, fractions=fr)
+        t.insert(0, "fraction", [*(fr or [math.nan] * len(t[t["kind"] == "level"])), math.nan])
         head = {"setting": c.setting, "baseline": _label(c.baseline), "pods": _label(c.pods), "dataset": c.dataset,
                 "metric": c.metric, "n_seeds_baseline": int(base_runs["seed"].nunique()),
                 "n_seeds_pods": int(pods_runs["seed"].nunique()), "start_baseline": start, "peak_baseline": peak}  # fmt: skip
@@ -216,8 +272,10 @@ def write_level_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
             ratio = "-" if pooled else "n/a (an arm never reaches it)"
         else:
             ratio = f"{float(r['speedup']):.2f}"
-            if not math.isnan(float(r["ci_low"])):
-                ratio += f" [{_fmt(float(r['ci_low']))}, {_fmt(float(r['ci_high']))}]"
+        if not math.isnan(float(r["ci_low"])):
+            ratio += f" [{_fmt(float(r['ci_low']))}, {_fmt(float(r['ci_high']))}]"
+        elif min(int(r["n_seeds_baseline"]), int(r["n_seeds_pods"])) < MIN_SEEDS_SPEEDUP and ratio != "-":
+            ratio += f" [n/a ({min(int(r['n_seeds_baseline']), int(r['n_seeds_pods']))} seeds)]"
         never = (
             "-"
             if math.isnan(float(r["p_baseline_never"]))
@@ -228,9 +286,11 @@ def write_level_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
         md.append("| " + " | ".join(cells) + " |")
     md += ["", "Steps (or seconds, where the curves have no steps) at which each arm's mean curve over seeds first "
            "reaches each level (t = 0 excluded); speed-up = baseline / PODS. Levels: fixed, or a fraction of the "
-           "baseline's rise from its start to its peak (1.00: the peak). 'pooled': summed steps over the levels both "
-           "reach. Intervals: 95% percentile bootstrap over seeds, over the resamples in which both arms reach the "
-           "level; 'never': the share of resamples in which an arm does not. A level both arms reach gets the same "
-           "row from any longer run of the same seeds (pods/analysis/levels.py)."]  # fmt: skip
+           "baseline's rise from its start to its peak (1.00: the peak). 'pooled': summed steps over the levels "
+           "below the peak (all fixed levels). Intervals: 95% expanded percentile bootstrap over seeds, the levels "
+           "recomputed from each resample's baseline; a resample in which PODS misses a level counts as 0 (the "
+           "baseline missing a fixed level: as unbounded), 'never' gives those shares; no interval below "
+           f"{MIN_SEEDS_SPEEDUP} seeds per arm. A fixed level both arms reach gets the same row from any longer "
+           "run of the same seeds (pods/analysis/levels.py)."]  # fmt: skip
     paths[1].write_text("\n".join(md) + "\n")
     return paths

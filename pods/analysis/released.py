@@ -10,17 +10,22 @@ both_accuracy, lengths -> completion_len_mean, and their dataset math500 -> math
 MATH-500 test set); per-run values are the mean of the 5 repeated evaluations, as in their
 scripts/plot.py.
 
-How the released logs map to the grid (verified against PAPER.md §4-§5 by tests/test_analysis.py):
+How the released logs map to the grid (checked against the paper's Table 3 and the authors' plotting by tests/test_analysis.py):
 - (a)/(c) and the n/m/rule sweeps: checkpoints sorted by step number, the i-th at (i+1) x 0.5 h,
   kept up to 6 h (two m=2 runs have 14 checkpoints); (b) Llama: (i+1) x 10 min up to 1.5 h. This is
   the authors' plot.py. Base-model files give the t = 0 point.
 - (e)/(f): wandb exports; for each seed the evaluation nearest to each target minute 0, 2, ..., 30
   (the authors' plot-h100s/a100s.py). Accuracy uses the seeds of the accuracy file, lengths those
   of the length file (A100 GA: seed 15 vs 24). The authors' script keeps only seeds in both files
-  (4 A100 GA seeds: peak 87.04%, 40.65 s/step); the paper's numbers (87.24%, 39.82 s/step, 1.75x,
-  PAPER.md §5) come from all 5 accuracy seeds, which is what this module reproduces.
-- Seconds per step = horizon / mean(steps at the horizon) over runs (PAPER.md §4 footnote), and for
-  (e)/(f) per *global* step (wandb `_step` / GA).
+  (4 A100 GA seeds: peak 87.04%); the paper's numbers (87.24%, 1.75x before the paper's
+  truncation to 1.7x) come from all 5 accuracy seeds, which is what this module reproduces.
+- Seconds per step = horizon / mean(steps at the horizon) over runs (arXiv 2504.13818 §4 footnote).
+- (e)/(f) optimizer steps: the exports carry wandb's `_step`, which counts `wandb.log` calls, not micro-
+  or optimizer steps (`optimizer_steps`). At the authors' pinned trainer every optimizer step logs
+  3 x GA + 5 times and every timed evaluation 4 x B + 1 times (B evaluation batches), which gives a whole
+  number of optimizer steps at every one of the 357 evaluation rows; the authors' plotting (and the
+  paper's Fig. 3(e)/(f) bars) read `_step / GA`, which overstates the steps 3.5-15x (docs/fidelity.md,
+  "the released (e)/(f) step counter").
 """
 
 from __future__ import annotations
@@ -195,6 +200,52 @@ def _nearest(series: list, target_s: float) -> tuple[float, float]:
     return series[int(np.abs(times - target_s).argmin())]
 
 
+# wandb.log calls of the authors' multi-GPU trainer (open-r1's GRPOTrainer with the PODS changes, at the TRL
+# commit its setup pins): per micro-step `_prepare_inputs`, `compute_loss` and `_get_per_token_logps` each log
+# their profiling time; per optimizer step each reward function (accuracy, format, tag_count) logs once, then
+# the Trainer's metrics and the completions table; per timed evaluation, per batch `_prepare_inputs` and the
+# three reward functions, then the evaluation's own log.
+_CALLS_PER_MICRO_STEP = 3
+_REWARD_FUNCS = 3
+
+
+def optimizer_steps(step_values, ga: int, where: str = "") -> list[int]:
+    """Optimizer steps completed at each evaluation row of one released multi-GPU run, from its wandb
+    `_step` values in time order.
+
+    Evaluation j (1-based), run after optimizer step N, is logged at `_step = N (3 GA + 5) + j (4 B + 1) - 2`
+    (`_step` counts from 0, and step N's completions table is logged after its evaluation). B, the number
+    of evaluation batches, follows from the first row, which comes right after step 1 (the timed
+    evaluation's clock starts at 0). The evaluation that the Trainer's final log triggers after the 40-min
+    stop comes after that table and that log: remainder +2 instead of -2, on the last row only.
+    AnalysisInputError when a row fits neither (the file is not such a run's export).
+    """
+    s = [int(round(float(v))) for v in step_values]
+    if not s:
+        return []
+    if any(b <= a for a, b in zip(s, s[1:], strict=False)):
+        raise AnalysisInputError(f"{where}: _step values are not increasing in time: not one run's evaluations")
+    per_step = _CALLS_PER_MICRO_STEP * ga + _REWARD_FUNCS + 2
+    per_eval = s[0] + 2 - per_step
+    if per_eval < _REWARD_FUNCS + 2 or (per_eval - 1) % (_REWARD_FUNCS + 1):
+        raise AnalysisInputError(
+            f"{where}: the first evaluation's _step {s[0]} does not follow optimizer step 1 of a GA={ga} run "
+            "(3 x GA + 5 calls per step, 4 x batches + 1 per evaluation): check the run name's -gaN"
+        )
+    out = []
+    for j, value in enumerate(s, start=1):
+        steps, rem = divmod(value + 2 - j * per_eval, per_step)
+        if rem and not (rem == 2 and j == len(s)):
+            raise AnalysisInputError(
+                f"{where}: evaluation {j} (_step {value}) is not a whole optimizer step of a GA={ga} run "
+                f"(remainder {rem} of {per_step}): not the authors' logging pattern"
+            )
+        out.append(steps)
+    if out[0] < 1 or any(b < a for a, b in zip(out, out[1:], strict=False)):
+        raise AnalysisInputError(f"{where}: optimizer steps {out} do not rise from 1: not one run's evaluations")
+    return out
+
+
 def _read_multi_gpu(log_dir: Path, letter: str, roles: Mapping) -> tuple[list, list]:
     rec = registry.SETTINGS[letter]
     prefix, name, primary = rec.released.token, rec.name, rec.dataset
@@ -203,7 +254,7 @@ def _read_multi_gpu(log_dir: Path, letter: str, roles: Mapping) -> tuple[list, l
     rows, step_rows = [], []
     # Each file is read with its own seeds: the accuracy file has A100 GA seed 15, the length
     # file seed 24 instead. The authors' plot-a100s.py keeps only seeds in both, but the paper's
-    # numbers (PAPER.md §5: GA peak 87.24%, 39.82 s per global step) use all five accuracy seeds.
+    # numbers (arXiv 2504.13818 Table 3, Fig. 3(f): GA peak 87.24%) use all five accuracy seeds.
     for kind, key in (("acc", "eval/rewards/accuracy_reward/mean"), ("length", "eval/completions/mean_length")):
         metric = "accuracy" if kind == "acc" else "completion_len_mean"
         series = _wandb_series(log_dir / f"{prefix}-{kind}.csv")
@@ -213,14 +264,16 @@ def _read_multi_gpu(log_dir: Path, letter: str, roles: Mapping) -> tuple[list, l
             role = roles.get((letter, _released_run_name(rec, n, m, "max_variance", "after", ga)), "")
             ident = _ident(letter, name, n, m, "max_variance", "after", ga, int(hit["seed"]), primary, role)
             src = f"{prefix}-{kind}.csv"
+            calls = series[(run, "_step")]
+            steps = optimizer_steps([c for _, c in calls], ga, f"{src}, run {run}")
+            step_series = [(t, float(n_steps)) for (t, _), n_steps in zip(calls, steps, strict=True)]
             for k, target in enumerate(targets_s):
                 t_raw, value = _nearest(series[(run, key)], target)
-                # wandb `_step` counts micro-steps; a global (optimizer) step is GA of them.
-                _, micro = _nearest(series[(run, "_step")], target)
-                rows.append(_row(ident, k, target, t_raw, int(micro) // ga, "gsm8k", metric, value, src))
+                _, n_steps = _nearest(step_series, target)
+                rows.append(_row(ident, k, target, t_raw, int(n_steps), "gsm8k", metric, value, src))
             if kind == "acc":
-                _, micro = _nearest(series[(run, "_step")], horizon_s)
-                step_rows.append({**_step_ident(ident), "time_s": float(horizon_s), "steps": micro / ga, "source": src})
+                _, n_steps = _nearest(step_series, horizon_s)
+                step_rows.append({**_step_ident(ident), "time_s": float(horizon_s), "steps": n_steps, "source": src})
     return rows, step_rows
 
 

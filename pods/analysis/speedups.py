@@ -2,25 +2,29 @@
 
 This module owns the speed-up statistics on tidy curves (pods.analysis.tidy; the mean curve over seeds
 with its SEM band: pods.analysis.curves; the baseline's plateau columns: pods.analysis.plateau):
-time-to-peak and the four speed-ups with their bootstrap intervals, seconds per step, which
-arms a setting compares (`Comparison`: the run sheet's roles, or the paper sheet for the released
-logs), the paper hardware's seconds per step (released logs, else `cost_model()`), and the
-CSV / Markdown / LaTeX tables (`write_table`).
+time-to-peak and the four speed-ups with their intervals over seeds, seconds per step, which arms a
+setting compares (`Comparison`: the run sheet's roles, or the paper sheet for the released logs), the
+paper hardware's clock (`paper_clock`: the released logs, else `cost_model()`), and the CSV / Markdown /
+LaTeX tables (`write_table`).
 
-Time-to-peak (PAPER.md §5, App. A.4 of the paper): on the mean-over-seeds curve at the evaluation
-grid, with t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods,
-the first grid times at which each mean curve is >= T. Hence it is quantized by the grid.
-If PODS never reaches T within its budget, t_pods = inf and the speed-up has no value (NaN, "never"
-in the tables, `note` says so); the bootstrap reports the share of resamples in which PODS never
-reached T (`p_pods_never`) and takes its intervals over the others. The baseline always reaches its
-own target unless its curve is empty, which is an error. Beside this eval-grid speed-up the table
-has three more to the same target (issue 10): (i) optimizer steps (curves' `step`), (ii) (i) x this
-machine's seconds per step of each arm (steps.csv), (iii) (i) x the paper hardware's seconds per
-step (the released logs of the same setting's arms, else their s/step as PAPER.md states them, else a
-cost-model prediction; its source is a column). An arm with one seed has no interval ("n/a (1 seed)").
-A comparison whose baseline or PODS arm has no runs is refused, naming the setting and the arm.
+Time-to-peak (arXiv 2504.13818 App. A.4; docs/paper.md#time-to-peak): on the mean-over-seeds curve at the
+evaluation grid, with t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods,
+the first grid times at which each mean curve is >= T. Hence it is quantized by the grid. If PODS never
+reaches T within its budget, t_pods = inf: the point is "never" in the tables (`note` says so). Beside
+this eval-grid speed-up the table has three more to the same target: (i) optimizer steps (curves'
+`step`), (ii) training seconds on this machine (each arm's mean training time at its crossing
+evaluation), (iii) training seconds on the paper's hardware for (i)'s steps (`paper_clock`).
 
-Departures from the authors' scripts: none in the numbers. The printed speed-up is the exact ratio
+Intervals (pods.analysis.intervals): each arm's seeds are resampled on their own; every resample
+recomputes both mean curves, the baseline's peak and target; a resample in which PODS never reaches the
+target counts as a speed-up of 0 (`p_pods_never` is their share, printed beside every interval; the
+interval over the others is in the `*_cond_*` columns, conditional on reaching); the interval is the
+expanded percentile (simulated coverage >= 93% from 5 seeds per arm, where plain percentiles under-cover),
+and below 5 seeds per arm none is given. The baseline always reaches its own target unless its curve is
+empty, which is an error. A comparison whose baseline or PODS arm has no runs is refused, naming the
+setting and the arm.
+
+Departures from the authors' scripts: none in the points. The printed speed-up is the exact ratio
 truncated to one decimal, which is how the paper prints 28/16 = 1.75 as "1.7x" (`speedup`); the
 exact ratio is `speedup_exact`.
 """
@@ -48,11 +52,11 @@ from pods.analysis.curves import (
     _first_index,
     _first_reach,
     _fmt,
-    _interval,
     _label,
     mean_curve,
     primary_dataset,
 )
+from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, _conditional, expanded_ends
 from pods.analysis.plateau import (
     PLATEAU_SHARE,
     TREND_SHARE,
@@ -72,12 +76,14 @@ from pods.analysis.tidy import (
     select,
 )
 
+DEFAULT_N_BOOT = 4000  # the expanded interval reads tails of 0.1% at 5 seeds per arm: 4 resamples there
+
 # ----------------------------------------------------------------------------------------------
 # time-to-peak and the bootstrap
 
 
 def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOLD) -> dict:
-    """PAPER.md §5: speed-up of PODS in reaching `threshold` x the baseline's peak mean accuracy.
+    """Time-to-peak (arXiv 2504.13818 App. A.4): speed-up of PODS in reaching `threshold` x the baseline's peak mean accuracy.
 
     Curves: a Series of mean values indexed by time_s, or a `mean_curve` frame (time_s, mean).
     Returns peak, t_peak_s, target, t_baseline_s, t_pods_s, speedup, pods_reached. If PODS never
@@ -109,14 +115,99 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
 
 
 def _sps(run_time_B_S: np.ndarray, run_steps_B_S: np.ndarray) -> np.ndarray:
-    """Seconds per step = mean(training seconds) / mean(steps) over runs (PAPER.md §4 footnote)."""
+    """Seconds per step = mean(training seconds) / mean(steps) over runs (arXiv 2504.13818 §4 footnote)."""
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # no steps.csv: NaN, not a warning per resample
         return np.nanmean(run_time_B_S, axis=-1) / np.nanmean(run_steps_B_S, axis=-1)
 
 
-def _speedups(base: _Arm, pods: _Arm, idx_base_B_S, idx_pods_B_S, threshold, paper_sps=(math.nan, math.nan)) -> dict:
-    """The three speed-ups (and the eval-grid one) of each resample of seeds (rows of the idx arrays)."""
+@dataclass(frozen=True)
+class PaperClock:
+    """Training seconds on the paper's hardware after a number of optimizer steps, per arm of a setting.
+
+    Each arm's clock is a polyline through (0, 0) and its (steps, seconds) points, read by linear
+    interpolation and, past its last point, extended at that point's mean seconds per step. From the
+    authors' released logs the points are the arm's mean optimizer step and training time at each
+    evaluation (so a step costs what it cost at that point of their runs: PODS's first 1.5 h of (a)
+    ran at 10.9 s per step, not its 10.1 s mean); without them a single point, the stated or predicted
+    seconds per step (`paper_seconds_per_step`)."""
+
+    steps_base: tuple[float, ...]
+    seconds_base: tuple[float, ...]
+    steps_pods: tuple[float, ...]
+    seconds_pods: tuple[float, ...]
+    source: str
+
+    @staticmethod
+    def _read(steps_P, seconds_P, steps_B) -> np.ndarray:
+        xs, ys = np.array([0.0, *steps_P]), np.array([0.0, *seconds_P])
+        with np.errstate(invalid="ignore"):
+            inside = np.interp(steps_B, xs, ys)
+            beyond = ys[-1] + (steps_B - xs[-1]) * ys[-1] / xs[-1]
+        return np.where(steps_B > xs[-1], beyond, inside)
+
+    def seconds(self, steps_base_B: np.ndarray, steps_pods_B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.steps_base:
+            return np.full_like(steps_base_B, np.nan), np.full_like(steps_pods_B, np.nan)
+        return (
+            self._read(self.steps_base, self.seconds_base, steps_base_B),
+            self._read(self.steps_pods, self.seconds_pods, steps_pods_B),
+        )
+
+
+def _linear_clock(sps: tuple[float, float, str]) -> PaperClock:
+    if not (np.isfinite(sps[0]) and np.isfinite(sps[1])):
+        return PaperClock((), (), (), (), sps[2])
+    return PaperClock((1.0,), (float(sps[0]),), (1.0,), (float(sps[1]),), sps[2] + "; s/step x steps")
+
+
+def _arm_clock(runs: pd.DataFrame) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """(mean steps, mean training seconds) at each evaluation after t = 0 of one released arm (one
+    dataset and metric), rising in steps; None without steps."""
+    runs = runs[(runs["time_s"] > 0) & runs["step"].notna()]
+    if runs.empty:
+        return None
+    first = runs[["dataset", "metric"]].iloc[0]
+    runs = runs[(runs["dataset"] == first["dataset"]) & (runs["metric"] == first["metric"])]
+    pts = runs.groupby("grid")[["step", "time_s"]].mean().sort_values("time_s")
+    pts = pts[pts["step"] > 0]
+    if pts.empty or (np.diff(pts["step"].to_numpy()) <= 0).any():
+        return None
+    return tuple(pts["step"].astype(float)), tuple(pts["time_s"].astype(float))
+
+
+def paper_clock(
+    setting: str, paper_curves: pd.DataFrame | None = None, paper_steps: pd.DataFrame | None = None
+) -> PaperClock:
+    """The paper hardware's clock of a setting's two arms (`PaperClock`): from the authors' released curves
+    (`paper_curves`: the curves.csv of `released`, whose `role` column marks the paper sheet's arms; the
+    elapsed training time at each step count), else the constant seconds per step of
+    `paper_seconds_per_step` (the released steps.csv, the values the paper's figures state, or the cost
+    model's prediction)."""
+    if paper_curves is not None and {"role", "step"} <= set(paper_curves.columns):
+        sub = paper_curves[paper_curves["setting"].astype(str) == str(setting)]
+        clocks = [_arm_clock(sub[sub["role"] == role]) for role in registry.ROLES]
+        if all(clocks):
+            (sb, tb), (sp, tp) = clocks
+            n = [sub.loc[sub["role"] == role, "seed"].nunique() for role in registry.ROLES]
+            return PaperClock(
+                sb, tb, sp, tp,
+                f"released logs ({setting}): training time at each step count, interpolated between the "
+                f"evaluations of the mean over {n[0]}+{n[1]} runs",
+            )  # fmt: skip
+    return _linear_clock(paper_seconds_per_step(setting, paper_steps))
+
+
+def _censored(num_B: np.ndarray, den_B: np.ndarray, never_B: np.ndarray) -> np.ndarray:
+    """num / den, and 0 where PODS never reached the target: such a resample counts, below every reached
+    ratio (the speed-up is at most what the budget shows)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(never_B, 0.0, num_B / den_B)
+
+
+def _speedups(base: _Arm, pods: _Arm, idx_base_B_S, idx_pods_B_S, threshold, clock: PaperClock | None = None) -> dict:
+    """The speed-ups of each resample of seeds (rows of the idx arrays): the eval-grid time ratio, (i) steps,
+    (ii) training seconds here, (iii) training seconds on the paper's hardware, all to the same target."""
     base_B_T, pods_B_T = (
         _bootstrap_means(base.values_S_T, idx_base_B_S),
         _bootstrap_means(pods.values_S_T, idx_pods_B_S),
@@ -130,59 +221,80 @@ def _speedups(base: _Arm, pods: _Arm, idx_base_B_S, idx_pods_B_S, threshold, pap
     )
     steps_base_B = _at(_bootstrap_means(base.steps_S_T, idx_base_B_S), first_base_B)
     steps_pods_B = _at(_bootstrap_means(pods.steps_S_T, idx_pods_B_S), first_pods_B)
-    sps_base_B = _sps(base.run_time_S[idx_base_B_S], base.run_steps_S[idx_base_B_S])
-    sps_pods_B = _sps(pods.run_time_S[idx_pods_B_S], pods.run_steps_S[idx_pods_B_S])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        steps_ratio_B = steps_base_B / steps_pods_B
-        return {
-            "speedup": t_base_B / t_pods_B,
-            "speedup_steps": steps_ratio_B,
-            "speedup_wall": steps_ratio_B * sps_base_B / sps_pods_B,
-            "speedup_paper_hw": steps_ratio_B * paper_sps[0] / paper_sps[1],
-            "never": never_B,
-            "steps_baseline": steps_base_B,
-            "steps_pods": steps_pods_B,
-            "sps_baseline": sps_base_B,
-            "sps_pods": sps_pods_B,
-        }
+    elapsed_base_B = _at(_bootstrap_means(base.elapsed_S_T, idx_base_B_S), first_base_B)
+    elapsed_pods_B = _at(_bootstrap_means(pods.elapsed_S_T, idx_pods_B_S), first_pods_B)
+    clock = clock or PaperClock((), (), (), (), "")
+    paper_base_B, paper_pods_B = clock.seconds(steps_base_B, steps_pods_B)
+    return {
+        "speedup": _censored(t_base_B, t_pods_B, never_B),
+        "speedup_steps": _censored(steps_base_B, steps_pods_B, never_B),
+        "speedup_wall": _censored(elapsed_base_B, elapsed_pods_B, never_B),
+        "speedup_paper_hw": _censored(paper_base_B, paper_pods_B, never_B),
+        "never": never_B,
+        "steps_baseline": steps_base_B,
+        "steps_pods": steps_pods_B,
+        "elapsed_baseline_s": elapsed_base_B,
+        "elapsed_pods_s": elapsed_pods_B,
+        "paper_elapsed_baseline_s": paper_base_B,
+        "paper_elapsed_pods_s": paper_pods_B,
+        "sps_baseline": _sps(base.run_time_S[idx_base_B_S], base.run_steps_S[idx_base_B_S]),
+        "sps_pods": _sps(pods.run_time_S[idx_pods_B_S], pods.run_steps_S[idx_pods_B_S]),
+    }
+
+
+SPEEDUPS = ("speedup", "speedup_steps", "speedup_wall", "speedup_paper_hw")
+
+
+def _speedup_interval(samples_B: np.ndarray, n_seeds: int, ci: float) -> tuple[float, float, float, float]:
+    """(low, high, cond_low, cond_high): the expanded percentile interval over every resample (a resample in
+    which PODS never reached the target is a 0), and over the resamples in which it did (conditional);
+    NaN below MIN_SEEDS_SPEEDUP seeds per arm, where no interval held its coverage in simulation."""
+    if n_seeds < MIN_SEEDS_SPEEDUP or samples_B.size == 0 or np.isnan(samples_B).all():
+        return math.nan, math.nan, math.nan, math.nan  # too few seeds, or no steps / clock to take a ratio of
+    low, high = expanded_ends(samples_B[None], ci, n_seeds)
+    cond_low, cond_high = _conditional("expanded", samples_B[None], ci, n_seeds)
+    return float(low[0]), float(high[0]), float(cond_low[0]), float(cond_high[0])
 
 
 def bootstrap_speedup(
     baseline_runs: pd.DataFrame,
     pods_runs: pd.DataFrame,
     threshold: float = DEFAULT_THRESHOLD,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     ci: float = 0.95,
     baseline_steps: pd.DataFrame | None = None,
     pods_steps: pd.DataFrame | None = None,
-    paper_sps: tuple[float, float] = (math.nan, math.nan),
+    clock: PaperClock | None = None,
 ) -> dict:
-    """Percentile bootstrap of the speed-ups, resampling seeds within each arm.
+    """Bootstrap of the speed-ups over seeds, each arm's seeds resampled on their own.
 
-    Inputs: tidy rows (seed, grid, time_s, step, value) of one metric and dataset per arm, and
-    optionally each arm's per-run rows of steps.csv (time_s, steps: seconds per step) and the
-    paper-hardware seconds per step (baseline, PODS). Each resample recomputes both mean curves, the
-    baseline peak and target, and (i) the eval-grid time ratio `samples`, (ii) the steps-to-target
-    ratio, (iii) the wall-clock ratio (steps x this machine's s/step), (iv) the paper-hardware ratio.
-    A resample in which PODS never reaches the target has no ratio (NaN); `p_never` is their share
-    and the intervals are over the others. Deterministic for a given `seed`.
-    Returns ci_low, ci_high, samples, p_never and {name}_ci_low/high for speedup_steps,
-    speedup_wall, speedup_paper_hw.
+    Inputs: tidy rows (seed, grid, time_s, step, value) of one metric and dataset per arm, optionally each
+    arm's per-run rows of steps.csv (for the seconds per step shown beside the ratios) and the paper
+    hardware's clock (`paper_clock`). Each resample recomputes both mean curves, the baseline's peak and
+    target, and the eval-grid time ratio, (i) the steps ratio, (ii) the ratio of training seconds at the
+    crossing here and (iii) on the paper's hardware. A resample in which PODS never reaches the target
+    counts as a speed-up of 0 (`p_never` is their share). Intervals: the expanded percentile
+    (pods.analysis.intervals: simulated coverage >= 93% from 5 seeds per arm; none below). Deterministic for
+    a given `seed`. Returns ci_low, ci_high (the eval-grid ratio), samples, p_never, and for (i)-(iii)
+    {name}_ci_low/high and {name}_cond_low/high (over the resamples in which PODS reached the target).
     """
     base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
-    names = ("speedup_steps", "speedup_wall", "speedup_paper_hw")
+    names = SPEEDUPS[1:]
+    nan_out = {"ci_low": math.nan, "ci_high": math.nan, "samples": np.array([]), "p_never": math.nan}
+    nan_out |= {f"{n}_{k}_{e}": math.nan for n in names for k in ("ci", "cond") for e in ("low", "high")}
     if base.values_S_T.size == 0 or pods.values_S_T.size == 0:
-        out = {"ci_low": math.nan, "ci_high": math.nan, "samples": np.array([]), "p_never": math.nan}
-        return out | {f"{n}_ci_{e}": math.nan for n in names for e in ("low", "high")}
+        return nan_out
     rng = np.random.default_rng(seed)
     idx_base = rng.integers(0, len(base.seeds), (n_boot, len(base.seeds)))
     idx_pods = rng.integers(0, len(pods.seeds), (n_boot, len(pods.seeds)))
-    res = _speedups(base, pods, idx_base, idx_pods, threshold, paper_sps)
-    lo, hi = _interval(res["speedup"], ci)
+    res = _speedups(base, pods, idx_base, idx_pods, threshold, clock)
+    n_seeds = min(len(base.seeds), len(pods.seeds))
+    lo, hi, _, _ = _speedup_interval(res["speedup"], n_seeds, ci)
     out = {"ci_low": lo, "ci_high": hi, "samples": res["speedup"], "p_never": float(res["never"].mean())}
     for name in names:
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _interval(res[name], ci)
+        ends = _speedup_interval(res[name], n_seeds, ci)
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"], out[f"{name}_cond_low"], out[f"{name}_cond_high"] = ends
     return out
 
 
@@ -192,23 +304,24 @@ def point_speedups(
     threshold: float = DEFAULT_THRESHOLD,
     baseline_steps: pd.DataFrame | None = None,
     pods_steps: pd.DataFrame | None = None,
-    paper_sps: tuple[float, float] = (math.nan, math.nan),
+    clock: PaperClock | None = None,
 ) -> dict:
-    """The point estimates of `bootstrap_speedup`'s ratios, from all seeds: steps to the target
-    (mean optimizer step at the first grid point where each mean curve reaches it), seconds per step
-    per arm (mean training seconds / mean steps over runs), and the three speed-ups."""
+    """The point estimates of `bootstrap_speedup`'s ratios, from all seeds: steps to the target (mean
+    optimizer step at the first grid point where each mean curve reaches it), training seconds there (here
+    and on the paper's hardware), seconds per step per arm (mean training seconds / mean steps over runs),
+    and the speed-ups (0 where PODS never reaches the target)."""
     base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
     all_base = np.arange(len(base.seeds))[None]
     all_pods = np.arange(len(pods.seeds))[None]
-    res = _speedups(base, pods, all_base, all_pods, threshold, paper_sps)
+    res = _speedups(base, pods, all_base, all_pods, threshold, clock)
     return {k: (bool(v[0]) if k == "never" else float(v[0])) for k, v in res.items()}
 
 
 def seconds_per_step(steps: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFrame:
     """Seconds per (global) step per configuration: mean(time) / mean(steps) over runs.
 
-    This is the formula behind PAPER.md §4 (6 h / mean steps) and §5 (1800 s / mean global
-    steps). Also averages the generation/update split per step where logged.
+    The formula of the paper's seconds per step (6 h / mean steps at 6 h, arXiv 2504.13818 §4; 1800 s /
+    mean optimizer steps at 30 min for (e)/(f)). Also averages the generation/update split per step where logged.
     """
     if keys is None:
         keys = [k for k in CONFIG_KEYS if k in steps.columns]
@@ -313,7 +426,7 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
 
     First the authors' released logs (`paper_steps`: the steps.csv of `released`, whose `role`
     column marks the arms of the paper sheet); else, for (a), (e) and (f), the same logs' s/step as
-    PAPER.md states them (`_stated_seconds_per_step`: the workflow with `released_logs: none`); else a
+    the package records them (`_stated_seconds_per_step`: the workflow with `released_logs: none`); else a
     prediction of the linear cost model
     c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (pods/analysis/cost_model.py,
     `invert_paper`), at the n, m of the setting's paper arms, for single-GPU settings without
@@ -351,7 +464,7 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
 
 
 def _stated_seconds_per_step(setting: str, main: Mapping | None) -> tuple[float, float, str] | None:
-    """The released logs' s/step as PAPER.md states them (pods/analysis/cost_model.py constants), no logs read.
+    """The released logs' s/step as the package records them (pods/analysis/cost_model.py constants), no logs read.
 
     (a): the n/m sweep on 1 L40S at the paper arms' n/m (16/16 vs 64/16); (e)/(f): GRPO-GA vs PODS per
     global step on 8 GPUs. None for the other settings (and for (a) arms outside the sweep).
@@ -362,7 +475,7 @@ def _stated_seconds_per_step(setting: str, main: Mapping | None) -> tuple[float,
         return (
             v["ga"],
             v["pods"],
-            f"stated: PAPER.md s/step of the released ({setting}) runs, {v['gpus']}, GRPO-GA vs PODS",
+            f"recorded: s/step of the released ({setting}) runs, {v['gpus']}, GRPO-GA vs PODS",
         )
     if setting == "a" and main is not None:
         sweep = {(n, m): t for n, m, t in cm.PAPER_A_SWEEP}
@@ -371,7 +484,7 @@ def _stated_seconds_per_step(setting: str, main: Mapping | None) -> tuple[float,
             return (
                 sweep[b.n, b.m],
                 sweep[q.n, q.m],
-                f"stated: PAPER.md s/step of the released (a) runs, 1xL40S, at n/m {b.n}/{b.m} vs {q.n}/{q.m}",
+                f"recorded: s/step of the released (a) runs, 1xL40S, at n/m {b.n}/{b.m} vs {q.n}/{q.m}",
             )
     return None
 
@@ -387,24 +500,28 @@ def speedup_table(
     df: pd.DataFrame,
     comparisons: Iterable[Comparison] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_BOOT,
     boot_seed: int = 0,
     steps: pd.DataFrame | None = None,
     paper_steps: pd.DataFrame | None = None,
+    paper_curves: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Table 3: one row per comparison. Four speed-ups, each a point estimate from the mean curves
-    with a 95% percentile bootstrap interval over seeds (`bootstrap_speedup`):
+    """Table 3: one row per comparison. Four speed-ups to the same target, each a point estimate from the
+    mean curves with its interval over seeds (`bootstrap_speedup`):
 
-    - `speedup`: eval-grid training time to the target (the paper's definition, PAPER.md §5);
+    - `speedup`: eval-grid training time to the target (the paper's definition, arXiv 2504.13818 App. A.4);
     - `speedup_steps` (i): optimizer steps to the target;
-    - `speedup_wall` (ii): (i) x this machine's seconds per step of each arm (`steps`: steps.csv);
-    - `speedup_paper_hw` (iii): (i) x the paper hardware's seconds per step (`paper_seconds_per_step`:
-      the released logs, else the cost model's prediction; `paper_sps_source` says which).
+    - `speedup_wall` (ii): training seconds to the target on this machine (each arm's mean training time
+      at the evaluation where its mean curve crosses): as grid-bound as (i), and load-dependent;
+    - `speedup_paper_hw` (iii): the seconds the paper's hardware took for (i)'s steps (`paper_clock`: the
+      released logs' training time at that step count, else their stated s/step, else the cost model's
+      prediction; `paper_sps_source` says which).
 
-    `p_pods_never`: share of resamples in which PODS never reached the target (those have no ratio).
-    A comparison of a setting present in `df` whose baseline or PODS runs are missing is refused
-    (AnalysisInputError); a setting absent from `df` altogether is skipped. With one seed in an arm
-    there is no interval: the CI columns are NaN and the tables print "n/a (1 seed)".
+    `p_pods_never`: share of resamples in which PODS never reached the target; they count (as 0) in every
+    interval, and `*_cond_low/high` is the interval over the others. A comparison of a setting present in
+    `df` whose baseline or PODS runs are missing is refused (AnalysisInputError); a setting absent from
+    `df` altogether is skipped. Below MIN_SEEDS_SPEEDUP seeds per arm there is no interval (NaN; the
+    `note` says why).
     """
     if comparisons is None:
         comparisons = default_comparisons(df)
@@ -412,7 +529,7 @@ def speedup_table(
     for c in comparisons:
         if not (df["setting"].astype(str) == str(c.setting)).any():
             continue
-        rows.append(_table_row(df, c, threshold, n_boot, boot_seed, steps, paper_steps))
+        rows.append(_table_row(df, c, threshold, n_boot, boot_seed, steps, paper_steps, paper_curves))
     return pd.DataFrame(rows)
 
 
@@ -438,22 +555,23 @@ def _table_row(
     boot_seed: int,
     steps: pd.DataFrame | None,
     paper_steps: pd.DataFrame | None,
+    paper_curves: pd.DataFrame | None = None,
 ) -> dict:
     """One row of `speedup_table`: comparison `c` of the runs in `df`."""
     base_runs, pods_runs = _arm_runs(df, c)
     base_steps, pods_steps = _select_steps(steps, c.setting, c.baseline), _select_steps(steps, c.setting, c.pods)
     paper_sps = paper_seconds_per_step(c.setting, paper_steps)
+    clock = paper_clock(c.setting, paper_curves, paper_steps)
     base_curve, pods_curve = mean_curve(base_runs), mean_curve(pods_runs)
     res = time_to_peak(base_curve, pods_curve, threshold)
-    point = point_speedups(base_runs, pods_runs, threshold, base_steps, pods_steps, paper_sps[:2])
+    point = point_speedups(base_runs, pods_runs, threshold, base_steps, pods_steps, clock)
     n_base, n_pods = int(base_runs["seed"].nunique()), int(pods_runs["seed"].nunique())
     boot = bootstrap_speedup(
         base_runs, pods_runs, threshold, n_boot, boot_seed,
-        baseline_steps=base_steps, pods_steps=pods_steps, paper_sps=paper_sps[:2],
+        baseline_steps=base_steps, pods_steps=pods_steps, clock=clock,
     )  # fmt: skip
-    one_seed = min(n_base, n_pods) < 2
-    if one_seed:  # a resample of one seed is that seed: no interval
-        boot = {k: (math.nan if k.endswith(("_low", "_high")) else v) for k, v in boot.items()}
+    if min(n_base, n_pods) < 2:  # a resample of one seed is that seed: no share either
+        boot["p_never"] = math.nan
     grid = np.diff(np.sort(base_curve["time_s"].unique()))
     plateau = (
         baseline_plateau(base_curve, res["t_peak_s"])
@@ -464,9 +582,9 @@ def _table_row(
     note = []
     if not res["pods_reached"]:
         note.append("PODS never reached the target")
-    if one_seed:
-        note.append("n/a (1 seed): no interval")
-    return {
+    if min(n_base, n_pods) < MIN_SEEDS_SPEEDUP:
+        note.append(_few_seeds(min(n_base, n_pods)))
+    row = {
         "setting": c.setting,
         "setting_name": base_runs["setting_name"].iloc[0],
         "baseline": _label(c.baseline),
@@ -487,27 +605,34 @@ def _table_row(
         "ci_high": boot["ci_high"],
         "steps_baseline": point["steps_baseline"],
         "steps_pods": point["steps_pods"],
-        "speedup_steps": point["speedup_steps"],
-        "speedup_steps_ci_low": boot["speedup_steps_ci_low"],
-        "speedup_steps_ci_high": boot["speedup_steps_ci_high"],
         "sps_baseline": point["sps_baseline"],
         "sps_pods": point["sps_pods"],
-        "speedup_wall": point["speedup_wall"],
-        "speedup_wall_ci_low": boot["speedup_wall_ci_low"],
-        "speedup_wall_ci_high": boot["speedup_wall_ci_high"],
+        "elapsed_baseline_s": point["elapsed_baseline_s"],
+        "elapsed_pods_s": point["elapsed_pods_s"],
         "paper_sps_baseline": paper_sps[0],
         "paper_sps_pods": paper_sps[1],
-        "paper_sps_source": paper_sps[2],
-        "speedup_paper_hw": point["speedup_paper_hw"],
-        "speedup_paper_hw_ci_low": boot["speedup_paper_hw_ci_low"],
-        "speedup_paper_hw_ci_high": boot["speedup_paper_hw_ci_high"],
+        "paper_elapsed_baseline_s": point["paper_elapsed_baseline_s"],
+        "paper_elapsed_pods_s": point["paper_elapsed_pods_s"],
+        "paper_sps_source": clock.source,
+    }
+    for name in SPEEDUPS[1:]:
+        row[name] = point[name]
+        for kind in ("ci", "cond"):
+            for end in ("low", "high"):
+                row[f"{name}_{kind}_{end}"] = boot[f"{name}_{kind}_{end}"]
+    return row | {
         "p_pods_never": boot["p_never"],
         "paper_speedup": c.paper if c.paper is not None else math.nan,
         "n_seeds_baseline": n_base,
         "n_seeds_pods": n_pods,
         "n_boot": n_boot,
+        "interval": "expanded percentile bootstrap over seeds, never-reached resamples counted as 0",
         "note": "; ".join(note),
     }
+
+
+def _few_seeds(n: int) -> str:
+    return f"no interval: {n} seed(s) per arm, below the {MIN_SEEDS_SPEEDUP} at which its 95% coverage holds"
 
 
 # fmt: off
@@ -524,22 +649,28 @@ _THREE = [
     ("steps to target (base / PODS)", ("steps_baseline", "steps_pods"), None, 0),
     ("(i) steps speed-up [95% CI]", "speedup_steps", "speedup_steps", 2),
     ("s/step here (base / PODS)", ("sps_baseline", "sps_pods"), None, 2),
-    ("(ii) wall-clock here [95% CI]", "speedup_wall", "speedup_wall", 2),
+    ("(ii) training time here [95% CI]", "speedup_wall", "speedup_wall", 2),
     ("s/step paper hw (base / PODS)", ("paper_sps_baseline", "paper_sps_pods"), None, 2),
     ("(iii) paper-hw prediction [95% CI]", "speedup_paper_hw", "speedup_paper_hw", 2),
 ]
 # fmt: on
 
 
-def _one_seed(row) -> bool:
-    return min(row.get("n_seeds_baseline", 2), row.get("n_seeds_pods", 2)) < 2
+def _n_seeds(row) -> int:
+    return int(min(row.get("n_seeds_baseline", MIN_SEEDS_SPEEDUP), row.get("n_seeds_pods", MIN_SEEDS_SPEEDUP)))
+
+
+def _no_interval(row) -> str | None:
+    """'n/a (3 seeds)' where an arm has fewer seeds than an interval needs; else None."""
+    n = _n_seeds(row)
+    return f"n/a ({n} seed{'s' if n != 1 else ''})" if n < MIN_SEEDS_SPEEDUP else None
 
 
 def _ci_cell(row, col: str, digits: int) -> str:
-    """A CI bound; "n/a (1 seed)" where an arm has one seed (no interval can be computed)."""
+    """A CI bound; "n/a (3 seeds)" where an arm has too few seeds for an interval."""
     value = row.get(col, math.nan)
-    if isinstance(value, float) and math.isnan(value) and _one_seed(row):
-        return "n/a (1 seed)"
+    if isinstance(value, float) and math.isnan(value) and _no_interval(row):
+        return _no_interval(row)
     return _fmt(value, digits)
 
 
@@ -550,13 +681,14 @@ def _three_cells(row) -> list[str]:
             cells.append(" / ".join(_fmt(float(row.get(c, math.nan)), digits) for c in point))
             continue
         text = "never" if not row.get("t_pods_s", 0) < math.inf else _fmt(float(row.get(point, math.nan)), digits)
-        if _one_seed(row):
-            text += " [n/a (1 seed)]"
+        if _no_interval(row):
+            text += f" [{_no_interval(row)}]"
         else:
             lo, hi = (_fmt(float(row.get(f"{ci}_ci_{e}", math.nan)), digits) for e in ("low", "high"))
             text += f" [{lo}, {hi}]"
         cells.append(text)
-    cells.append(_fmt(float(row.get("p_pods_never", math.nan)), 2))
+    never = float(row.get("p_pods_never", math.nan))
+    cells.append("-" if math.isnan(never) else f"{never:.0%}")
     cells.append(_plateau_cell(row))
     cells.append(_fmt(float(row.get("paper_speedup", math.nan)), 1))
     return cells
@@ -599,25 +731,31 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     thr = df["threshold"].iloc[0] if len(df) else DEFAULT_THRESHOLD
     md += ["", f"Speed-up: time for the baseline / time for PODS to first reach {thr:g} x the baseline's "
            "peak mean curve on the evaluation grid (t = 0 excluded), truncated to one decimal as the "
-           "paper prints it; CI: 95% percentile bootstrap over seeds within each arm."]  # fmt: skip
+           "paper prints it; CI: 95% expanded percentile bootstrap over seeds within each arm, a resample "
+           "in which PODS never reaches the target counting as 0 (no interval below "
+           f"{MIN_SEEDS_SPEEDUP} seeds per arm)."]  # fmt: skip
     if len(df) and "speedup_steps" in df.columns:
         head3 = ["setting"] + [h for h, *_ in _THREE] + ["PODS never (share of resamples)", "baseline peak at", "paper"]
         md += ["", "### Three speed-ups", "", "| " + " | ".join(head3) + " |", "|" + "---|" * len(head3)]
         md += ["| " + " | ".join(_three_cells(r)) + " |" for _, r in df.iterrows()]
         md += ["", "(i) optimizer steps for the baseline / for PODS to first reach the same target (steps: the mean "
-               "over seeds of the step at that evaluation); (ii) (i) x the seconds per training step measured "
-               "for each arm here (mean training seconds / mean steps over runs); (iii) (i) x the seconds per "
-               "step of the setting's arms on the paper's hardware, a prediction: sources below. Intervals: "
-               "95% percentile bootstrap over seeds, over the resamples in which PODS reached the target; "
-               "'PODS never' is the share of resamples in which it did not. 'baseline peak at': the step "
-               "(seconds without steps) of the baseline mean curve's peak, of its last evaluation; 'no plateau' "
+               "over seeds of the step at that evaluation); (ii) the training seconds each arm's runs had taken "
+               "here at that evaluation (mean over seeds; as grid-bound as (i), and it follows the machine's "
+               "load); (iii) the training seconds the paper's hardware took for (i)'s steps (the released "
+               "logs' elapsed time at that step count where they have it; sources below), a prediction. "
+               "s/step: mean training seconds / mean steps over runs. Intervals: 95% expanded percentile "
+               "bootstrap over seeds, each arm resampled on its own; a resample in which PODS never reaches "
+               "the target counts as 0, and 'PODS never' is their share; below "
+               f"{MIN_SEEDS_SPEEDUP} seeds per arm no interval held 95% coverage in simulation, so none is "
+               "printed (n/a). 'baseline peak at': the step (seconds without steps) of the baseline mean "
+               "curve's peak, of its last evaluation; 'no plateau' "
                f"where the peak lies in the last {1 - PLATEAU_SHARE:.0%} of the run (the curve may still rise); "
                f"'% of resamples peak before {PLATEAU_SHARE:.0%}': the share of bootstrap resamples of the "
                "baseline's seeds whose mean curve peaks before that mark (how sure the plateau verdict is); "
                "'late gain': then, how far the best mean evaluation of that part is above the best before it, "
-               "in points with its 95% bootstrap interval over the baseline's seeds; '2nd-half trend': the "
+               "in points with its 95% jackknife t-interval over the baseline's seeds; '2nd-half trend': the "
                f"rise of a least-squares line through the baseline's mean curve after {TREND_SHARE:.0%} of the "
-               "run, over that part, in points with its 95% bootstrap interval over seeds (above 0: still "
+               "run, over that part, in points with its 95% t-interval over seeds (above 0: still "
                "rising; including 0: level within the noise).",
                ""]  # fmt: skip
         md += [f"- ({r['setting']}) paper s/step: {r['paper_sps_source']}" for _, r in df.iterrows()]
@@ -649,7 +787,7 @@ def _arm_selector(rec: registry.Setting, arm: registry.Arm) -> dict:
 
 def released_comparisons(sheet: str | Path = PAPER_SHEET) -> list[Comparison]:
     """Table 3 for every setting with released logs: the `role` rows of the paper sheet, the
-    dataset, metric and paper speed-up of the setting's record (PAPER.md §5)."""
+    dataset, metric and paper speed-up of the setting's record (Table 3)."""
     try:
         main = registry.main_arms(registry.read_sheet(sheet))
     except registry.SheetError as err:
