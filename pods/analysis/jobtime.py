@@ -1,0 +1,130 @@
+"""How long would the workflow's job take on more cores? A projection from one job's per-job times.
+
+Snakemake writes a benchmark file per training run, model build and benchmark job
+(`{root}/logs/**/*.benchmark.tsv`, column ``s``: the job's wall seconds). :func:`job_table` reads
+them into one table (kind, name, model, seconds); :func:`project` replays the job on ``cores``
+single-threaded slots with the workflow's one dependency that matters for time (a run starts after
+the build of its tiny model) and longest-job-first among the ready jobs, the order a list scheduler
+with free cores approaches. The replay on the cores the job was measured on is the check of the
+model: it should land near the measured wall time.
+
+    pods analysis job-time --root results               # measured work, replays on 2, 8, 16 cores
+    pods analysis job-time --jobs jobs.tsv --cores 2,8,16
+
+The projection assumes each job takes on the larger machine what it took here (the same per-core
+speed, no memory-bandwidth contention) and leaves out the analysis jobs after training (seconds).
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pods.analysis.tidy import AnalysisInputError
+
+JOB_COLUMNS = ("kind", "name", "model", "seconds")
+
+
+class JobTimeError(AnalysisInputError):
+    """A benchmark file or jobs table that cannot be read; the message says which and how to fix it."""
+
+
+def _seconds(path: Path) -> float:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh, delimiter="\t"))
+        value = float(rows[-1]["s"])
+    except (OSError, UnicodeDecodeError, KeyError, IndexError, ValueError, csv.Error) as e:
+        raise JobTimeError(
+            f"{path}: not a Snakemake benchmark file with a column 's' ({type(e).__name__}); "
+            "rerun its job, or delete the file"
+        ) from None
+    if not value >= 0 or value == float("inf"):
+        raise JobTimeError(f"{path}: wall seconds {value!r} is not a finite number >= 0; rerun its job")
+    return value
+
+
+def _run_model(run_dir: Path) -> str:
+    """The `tiny:<name>` policy a run trained (its config.json), or '' when not a tiny model."""
+    try:
+        cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        spec = str(cfg["policy"]["model"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return spec[len("tiny:") :] if spec.startswith("tiny:") else ""
+
+
+def job_table(root: str | Path) -> list[dict]:
+    """One row per job of the workflow rooted at `root` that left a benchmark file."""
+    root = Path(root)
+    logs = root / "logs"
+    if not logs.is_dir():
+        raise JobTimeError(f"{logs}: no such folder; give --root the workflow's root (e.g. results)")
+    rows = []
+    for path in sorted(logs.rglob("*.benchmark.tsv")):
+        rel = path.relative_to(logs)
+        name = str(rel)[: -len(".benchmark.tsv")]
+        if rel.parts[0] == "models":
+            rows.append({"kind": "build", "name": name, "model": rel.name[: -len(".benchmark.tsv")]})
+        elif rel.parts[0] == "train":
+            run_dir = root / "runs" / Path(name[len("train/") :])
+            rows.append({"kind": "run", "name": name, "model": _run_model(run_dir)})
+        else:
+            rows.append({"kind": "other", "name": name, "model": ""})
+        rows[-1]["seconds"] = _seconds(path)
+    if not rows:
+        raise JobTimeError(f"{logs}: no *.benchmark.tsv files; run the workflow first")
+    return rows
+
+
+def write_jobs(rows: Sequence[dict], path: str | Path) -> Path:
+    path = Path(path)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=JOB_COLUMNS, delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "seconds": f"{r['seconds']:.2f}"})
+    return path
+
+
+def read_jobs(path: str | Path) -> list[dict]:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh, delimiter="\t"))
+        out = [{**r, "seconds": float(r["seconds"])} for r in rows]
+    except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError, csv.Error) as e:
+        raise JobTimeError(
+            f"{path}: not a jobs table with columns {', '.join(JOB_COLUMNS)} ({type(e).__name__})"
+        ) from None
+    if not out:
+        raise JobTimeError(f"{path}: no jobs")
+    return out
+
+
+def project(rows: Sequence[dict], cores: int) -> float:
+    """Makespan in seconds of the jobs on `cores` single-threaded slots (builds before their runs)."""
+    if cores < 1:
+        raise JobTimeError(f"cores={cores}: give a whole number >= 1")
+    builds = {r["model"]: r for r in rows if r["kind"] == "build"}
+    waiting: dict[str, list] = {}
+    ready: list = []
+    for i, r in enumerate(rows):
+        if r["kind"] == "build":
+            heapq.heappush(ready, (0, -r["seconds"], i))  # builds first: every run waits on one
+        elif r["model"] in builds:
+            waiting.setdefault(r["model"], []).append(i)
+        else:
+            heapq.heappush(ready, (1, -r["seconds"], i))
+    now, running = 0.0, []  # running: heap of (finish time, index)
+    while ready or running:
+        while ready and len(running) < cores:
+            _, _, i = heapq.heappop(ready)
+            heapq.heappush(running, (now + rows[i]["seconds"], i))
+        now, i = heapq.heappop(running)
+        if rows[i]["kind"] == "build":
+            for j in waiting.pop(rows[i]["model"], []):
+                heapq.heappush(ready, (1, -rows[j]["seconds"], j))
+    return now
