@@ -134,7 +134,7 @@ class TaskConfig(_Section):
     name: str = "gsm8k"
     """Task: gsm8k | math | chemistry | arith | arith_hard | arith_mc (pods.registry.TASKS)."""
     train: str | None = None
-    """Local .jsonl of training problems; null = the task's default source (pods.data)."""
+    """Local .jsonl of training problems; null = the task's default source (pods.data; gsm8k: $PODS_GSM8K_DIR if set)."""
     test: str | None = None
     """Local .jsonl of test problems, used when eval.datasets names this task; null = the default."""
     prompt_style: str = "instruct"
