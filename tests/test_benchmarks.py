@@ -327,7 +327,7 @@ def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(t
 
 def _assert_table_equal_but_paper_hw(got_csv, want_csv):
     """A recomputed analysis table equals the committed one in every column but the paper-hardware ones
-    (committed from the released logs' steps.csv, a workflow output; recomputed here from PAPER.md's s/step)."""
+    (committed from the released logs' steps.csv, a workflow output; recomputed here from the paper's s/step)."""
     import pandas as pd
 
     got, want = pd.read_csv(got_csv), pd.read_csv(want_csv)
@@ -337,8 +337,9 @@ def _assert_table_equal_but_paper_hw(got_csv, want_csv):
 
 def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
     """benchmarks/results/gpu_h100_tiny_time_to_peak.csv is what `pods analysis time-to-peak` makes of the
-    committed curves and steps (issue 14): every number but the paper-hardware columns, which there came
-    from the released logs' steps.csv (a workflow output) and here from PAPER.md's stated s/step."""
+    committed curves and steps: every number but the paper-hardware columns, which there came from the
+    released logs' steps.csv (a workflow output) and here from the paper's s/step
+    (docs/paper.md#seconds-per-step)."""
     import pandas as pd
 
     from pods.analysis.cli import main as analysis_main

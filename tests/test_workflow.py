@@ -144,7 +144,7 @@ def test_paper_scale_schedules_the_200_runs_of_the_paper(paper_dry_run):
     for rule in ("max_reward", "random", "percentile"):
         assert ("a", f"sel~{rule}_n~64_m~16") in arms
     assert ("a", "sel~max_variance_n~64_m~16_norm~before") in arms
-    # The released runs: Llama GRPO 16/16, MATH GRPO 8/8 (PAPER.md §3.3, v5 Table 2 swaps b/c).
+    # The released runs: Llama GRPO 16/16, MATH GRPO 8/8 (v5 Table 2 swaps b/c: docs/paper.md#hyperparameters).
     assert {("b", "sel~max_variance_n~16_m~16"), ("c", "sel~max_variance_n~8_m~8")} <= arms
     # (e)/(f): the authors' per-arm seeds.
     seeds = {(s, a): sorted(int(x.split("~")[1]) for s2, a2, x in runs if (s2, a2) == (s, a)) for s, a in arms}

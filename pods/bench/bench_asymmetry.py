@@ -107,7 +107,7 @@ def generate(
     out_R_T = model.generate(
         input_ids=input_ids_R_Tp,
         attention_mask=torch.ones_like(input_ids_R_Tp),
-        do_sample=True, temperature=0.9, top_k=0, top_p=1.0,  # the paper's sampling (PAPER.md §3.3)
+        do_sample=True, temperature=0.9, top_k=0, top_p=1.0,  # the paper's sampling (docs/paper.md#hyperparameters)
         max_new_tokens=completion_len,
         min_new_tokens=completion_len if fixed_length else 0,
         pad_token_id=pad_id, eos_token_id=eos_id,
