@@ -215,7 +215,8 @@ def policy_identity(spec: str) -> dict[str, Any]:
     """What a run's ``policy.model`` was, for config.json's ``meta.policy``: the spec and its scale, and
     for a project-built tiny model the SHA-256 of its weights with its build's card (SFT steps, why it
     stopped, its starting accuracy, the CPU it was built on). The build is deterministic on one kind of
-    CPU only, and its stop at a target accuracy can land 100-200 SFT steps apart on another (issue 10),
+    CPU only, and its stop at a target accuracy can land 100-200 SFT steps apart on another
+    (notebook/LOG.md#2026-11-24-the-warm-model-depends-on-the-cpu-it-is-built-on),
     so two tables compare as the same experiment only where these agree. Hub ids and local
     directories are named, not hashed (a paper-scale checkpoint is gigabytes)."""
     desc = describe_policy(spec)

@@ -1,5 +1,5 @@
 """pods.analysis.cost: the paper scale's GPU-hours from the run sheet, the seeds and the budgets, and the README
-table that `pods cost` generates (issue 12 item 6)."""
+table that `pods cost` generates (kept equal to the command's output)."""
 
 from __future__ import annotations
 

@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         )
     # Warm-up generation at the smallest R and the full length: first-call allocations, lazy initialisation
     # and (CUDA) the clocks' ramp must not count for R = min. A 2-row, 4-token warm-up left the H200's R = 8
-    # call slower than its R = 32 call (10.1 s vs 7.1 s, 2026-11-26), which the cost-model fit read as a
+    # call slower than its R = 32 call (10.1 s vs 7.1 s), which the cost-model fit read as a
     # negative per-rollout cost.
     generate(
         model,

@@ -44,7 +44,7 @@ the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/li
 multi-GPU code decays over one epoch) and ``hardware.accelerate_config`` (the ``accelerate launch``
 file a run is meant for, cross-checked against ``hardware.num_processes``).
 
-Fidelity (issue 11, docs/fidelity.md): the top-level ``fidelity: paper | code`` is resolved by
+Fidelity (docs/fidelity.md): the top-level ``fidelity: paper | code`` is resolved by
 :func:`load_config` (:func:`resolve_fidelity`): with ``code`` the values of :mod:`pods.config.fidelity`'s table
 for the setting are applied after the YAML and before the command line's overrides, so the resolved
 config (and config.json) holds them. The switched options are fields of their own:

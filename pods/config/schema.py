@@ -215,7 +215,7 @@ class RolloutConfig(_Section):
     one batched call for all seeded prompt groups) where it covers the model and sampling settings (Llama/Qwen2
     without LoRA or quantisation, plain temperature sampling); elsewhere generate as usual. Ignored with
     backend vllm (vLLM samples), so a tiny YAML runs with rollout.backend=vllm unchanged. The tiny YAMLs set
-    it (issue 10: a tiny step spent 70-80% of its time in generate)."""
+    it (a tiny step spent 70-80% of its time in generate: `pods bench profile_tiny_step`)."""
     vllm_gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take, in (0, 1] (authors' code: 0.5)."""
     vllm_is_correction: bool = False
