@@ -180,7 +180,7 @@ def experiment_descriptions() -> list[tuple[str, str]]:
             words.append(line[1:].strip())
             if words[-1].endswith("."):
                 break
-        text = re.sub(r"\s*\(PAPER\.md[^)]*\)", "", " ".join(words)).rstrip(" .")  # drop source references
+        text = re.sub(r"\s*\(arXiv [^)]*\)", "", " ".join(words)).rstrip(" .")  # drop the paper citation
         out.append((path.stem, text))
     return out
 

@@ -11,11 +11,14 @@ that is a plain string is tokenized as it is. `answer` is the raw gold field in 
 `pods.rewards.score(completion, answer, task)` expects; the other keys reach the reward functions
 as keyword arguments.
 
-Tasks (the default source of each split; every split also reads a local JSON-lines file, `path=`):
+Tasks (the default source of each split; every split also reads a local JSON-lines file, `path=`; for
+GSM8K, the environment variable `PODS_GSM8K_DIR` names a directory holding a local copy of GSM8K as
+JSON lines, `train.jsonl` and `test.jsonl` as github.com/openai/grade-school-math ships them, which
+then replaces the hub for both splits):
 
 | name | train | test | answer |
 |---|---|---|---|
-| gsm8k | `../shared/data/gsm8k/train.jsonl`, else hub `openai/gsm8k` (main) | same, `test.jsonl` | full GSM8K answer text with `#### N` |
+| gsm8k | `$PODS_GSM8K_DIR/train.jsonl` if the variable is set, else hub `openai/gsm8k` (main) | same, `test.jsonl` | full GSM8K answer text with `#### N` |
 | math | hub `EleutherAI/hendrycks_math`, 7 subsets, train, concatenated, `shuffle(seed=42)` | hub `HuggingFaceH4/MATH-500` | bare answer (last `\\boxed{}` of the solution) |
 | chemistry | hub `hicai-zju/SciKnowEval`, Chemistry & L3, 4-option items, seeded 80/20 split | the other 20% | letter A-D |
 | gsm8k_platinum | none (evaluation only) | hub `madrylab/gsm8k-platinum` (main, test) | full answer text with `#### N` |
@@ -46,7 +49,7 @@ Expected fields of a local JSON-lines file (one object per line):
     `{"label": [...], "text": [...]}` or a list of 4 strings (omit it if the options are in `question`).
   arith, arith_hard, arith_mc, arith_add: `question` and `answer` (optional `solution`).
 
-Prompt styles (PAPER.md §3.4): `instruct` (single-GPU settings (a)-(d): `SYSTEM_PROMPT_INSTRUCT`
+Prompt styles (docs/paper.md#prompts-and-rewards): `instruct` (single-GPU settings (a)-(d): `SYSTEM_PROMPT_INSTRUCT`
 as the system turn, the raw question as the user turn), `openr1` (multi-GPU settings (e)-(f):
 `SYSTEM_PROMPT_OPENR1`), `plain` (the tiny models, which have no chat template: the string
 `question + "\\n"`; the completion starts right after it).
@@ -68,7 +71,8 @@ working adds the value and the option index as a digit subtraction (`85`, `8-6=2
 
 Run `python -m pods.data TASK SPLIT [N]` to print N records.
 
-Departures from the paper / official code, all because the sources leave a gap (PAPER.md §6, §7):
+Departures from the paper / official code, all because the sources leave a gap
+(docs/paper.md#datasets, docs/paper.md#open-items):
 - Chemistry: the paper gives no split, prompt or item filter. We keep SciKnowEval items with
   domain Chemistry, level L3 and exactly the options A-D, sort them by question text, shuffle with
   `random.Random(42)` and put 20% in test (fixed, independent of the run seed). The options are
@@ -83,6 +87,7 @@ Departures from the paper / official code, all because the sources leave a gap (
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -93,11 +98,12 @@ from pods import registry
 from pods.textutil import last_boxed as extract_boxed  # the package's one \boxed{} extractor
 from pods.textutil import last_boxed_code
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Shared, read-only data next to the repository (../shared/data relative to the repo root).
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+GSM8K_DIR_ENV = "PODS_GSM8K_DIR"
+"""Environment variable: a directory holding a local copy of GSM8K as JSON lines (``train.jsonl``,
+``test.jsonl``); when set, the gsm8k task reads its splits there instead of the hub (offline machines)."""
 
-# PAPER.md §3.4, single-GPU settings (a)-(d), verbatim: starts and ends with a newline.
+# The authors' single-GPU prompt, settings (a)-(d), verbatim: starts and ends with a newline
+# (docs/paper.md#prompts-and-rewards).
 SYSTEM_PROMPT_INSTRUCT = """
 You will be given a math question.
 Reason about the question and correct your own mistakes if you make any.
@@ -111,7 +117,7 @@ Answer here.
 </answer>
 """
 
-# PAPER.md §3.4, multi-GPU settings (e)-(f) (open-r1 recipe), verbatim.
+# The open-r1 recipe's prompt, multi-GPU settings (e)-(f), verbatim (docs/paper.md#prompts-and-rewards).
 SYSTEM_PROMPT_OPENR1 = (
     "You are a helpful AI Assistant that provides well-reasoned and detailed responses. You first "
     "think about the reasoning process as an internal monologue and then provide the user with the "
@@ -138,7 +144,8 @@ ARITH_HELDOUT_SIZE = 256
 ARITH_HELDOUT_SEED = 0
 # arith_add: its test set is the first ARITH_ADD_TEST_SIZE additions of arith's seed-0 training order.
 ARITH_ADD_TEST_SIZE = 1000
-# Chemistry split (PAPER.md §6 [GAP]): fixed seed and test fraction, independent of the run seed.
+# Chemistry split (open in the paper: docs/paper.md#open-items): fixed seed and test fraction, independent
+# of the run seed.
 CHEM_SPLIT_SEED = 42
 CHEM_TEST_FRACTION = 0.2
 MATH_SUBSETS = (
@@ -451,7 +458,7 @@ def chem_rows(rows: list[dict], task: str, split: str, src: str, filter_l3: bool
                 continue
         qa = _chem_question(r, f"{src} row {i}")
         if qa is None:
-            continue  # not a 4-option A-D item: the paper grades letters only (PAPER.md §6)
+            continue  # not a 4-option A-D item: the paper grades letters only (App. A.1)
         out.append({"question": qa[0], "answer": qa[1], "id": r.get("id") or f"{task}-{i}"})
     return out
 
@@ -472,6 +479,20 @@ def _hub_rows(hub_id: str, config: str | None, split: str) -> list[dict]:
     return list(datasets.load_dataset(hub_id, config, split=split))
 
 
+def local_gsm8k_file(split: str) -> Path | None:
+    """``$PODS_GSM8K_DIR/{split}.jsonl``, or None when the variable is unset or empty (then the hub)."""
+    root = os.environ.get(GSM8K_DIR_ENV, "")
+    if not root:
+        return None
+    path = Path(root) / f"{split}.jsonl"
+    if not path.is_file():
+        raise DataError(
+            f"{GSM8K_DIR_ENV}={root} has no {split}.jsonl: point it at a directory holding GSM8K's "
+            "train.jsonl and test.jsonl, or unset it to read the hub"
+        )
+    return path
+
+
 def _load_real(task: str, split: str, path: str | Path | None, math_gold: str = "balanced") -> list[dict]:
     if path is not None:
         src = Path(path)
@@ -484,8 +505,8 @@ def _load_real(task: str, split: str, path: str | Path | None, math_gold: str = 
         return chem_rows(rows, task, split, str(src), filter_l3=False)
 
     if task == "gsm8k":
-        local = SHARED_DATA / "gsm8k" / f"{split}.jsonl"
-        if local.is_file():
+        local = local_gsm8k_file(split)
+        if local is not None:
             return _gsm8k_rows(_read_jsonl(local), task, split, str(local))
         rows = _load_hub(task, split, lambda: _hub_rows("openai/gsm8k", "main", split), "openai/gsm8k")
         return _gsm8k_rows(rows, task, split, "openai/gsm8k")
@@ -506,7 +527,7 @@ def _load_real(task: str, split: str, path: str | Path | None, math_gold: str = 
             import datasets
 
             parts = [datasets.load_dataset(hub, s, split="train") for s in MATH_SUBSETS]
-            # PAPER.md §7: the 7 subsets concatenated, shuffle(seed=42).
+            # The 7 subsets concatenated, shuffle(seed=42) (docs/paper.md#datasets).
             return list(datasets.concatenate_datasets(parts).shuffle(seed=42))
 
         return _math_rows(_load_hub(task, split, train_rows, hub), task, split, hub, math_gold)
@@ -521,7 +542,7 @@ def _load_real(task: str, split: str, path: str | Path | None, math_gold: str = 
 
 
 def make_prompt(question: str, style: str) -> list[dict] | str:
-    """The policy input for one question in the given style (PAPER.md §3.4)."""
+    """The policy input for one question in the given style (docs/paper.md#prompts-and-rewards)."""
     if style == "instruct":
         return [{"role": "system", "content": SYSTEM_PROMPT_INSTRUCT}, {"role": "user", "content": question}]
     if style == "openr1":
@@ -558,7 +579,7 @@ def load_task(
     """Records {prompt, answer, id, question[, solution]} of one split of a task.
 
     path: a local JSON-lines file that replaces the task's default source for this split.
-    tokenizer + max_prompt_length: drop prompts longer than max_prompt_length tokens (PAPER.md §3.4).
+    tokenizer + max_prompt_length: drop prompts longer than max_prompt_length tokens (docs/paper.md#hyperparameters).
     limit: keep the first `limit` records (after filtering).
     seed: order of the generated synthetic training set (test sets never depend on it).
     math_gold: "balanced" (matched braces) or "code" (the authors' first-"}" cut) for MATH answers taken

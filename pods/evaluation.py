@@ -1,8 +1,8 @@
 """Evaluation: sampling backends, the accuracy of a policy on a task, post-hoc ``pods eval``.
 
-PAPER.md §3.5: each test prompt gets ``eval.repeats`` completions at ``eval.temperature``; accuracy,
-format accuracy and completion length are averaged over all of them. During training the run
-controller (:mod:`pods.run`) asks the trainer for a generator with synced weights
+The paper's protocol (docs/paper.md#evaluation-protocol): each test prompt gets ``eval.repeats``
+completions at ``eval.temperature``; accuracy, format accuracy and completion length are averaged over
+all of them. During training the run controller (:mod:`pods.run`) asks the trainer for a generator with synced weights
 (:meth:`pods.trainer.PODSGRPOTrainer.eval_generator`) and calls :func:`evaluate_policy`; after
 training ``pods eval RUN_DIR`` calls :func:`evaluate` on the saved final policy. This module never
 imports TRL (``pods eval`` does not load the trainer).
@@ -263,7 +263,7 @@ class VLLMGenerator:
 
 
 # --------------------------------------------------------------------------------------------
-# Accuracy of a policy (PAPER.md §3.5: sample `repeats` completions per test prompt, average)
+# Accuracy of a policy (docs/paper.md#evaluation-protocol: `repeats` samples per test prompt, average)
 # --------------------------------------------------------------------------------------------
 def evaluate_policy(
     generator: Generator,

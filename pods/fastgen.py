@@ -1,6 +1,6 @@
 """A lean KV-cache sampler for Llama/Qwen2-layout causal LMs: ``model.generate`` without its per-token overhead.
 
-Why (issue 10, measured with ``pods bench profile_tiny_step``): a tiny training step spends 70-80% of its time
+Why (measured with ``pods bench profile_tiny_step``): a tiny training step spends 70-80% of its time
 in ``transformers``' ``generate``, and on the embedded model most of that is fixed per-token overhead, not
 arithmetic (3.1 ms per decoding step at 8 rows, 5.5 ms at 64, 14.8 ms at 256 on one CPU thread): the generic
 generation loop, the cache classes, mask building, the output-capturing wrappers. This module decodes with
@@ -18,7 +18,7 @@ call, and the rotary cos/sin come from a table made once per call by the model's
 norm, MLP or rotary module is called as a module. The logits are the same bits as calling the modules
 (tests/test_fastgen.py, every decoding step; and seed 0 of each main arm of (a), (b), (e) and (f) gave every
 step and evaluation of the main job's runs again: notebook/records/2026-11-26-fastgen-lean-decode.txt). Measured side by
-side on the 2-core EPYC (2026-11-26, old and new code at once, one per core): generation 3-11% less per step
+side on a 2-core AMD EPYC (old and new code at once, one per core): generation 3-11% less per step
 (0.266 -> 0.237 s per (a) GRPO step, 0.431 -> 0.395 per PODS step), a run's wall time 2-5% less; the decode
 stays bound by per-operation overhead (about 220 ATen operations per token for the 3-layer tiny model).
 

@@ -4,7 +4,7 @@ Three pieces, each a drop-in for the matching part of a GRPO trainer:
 
 1. :func:`group_advantages` / :func:`pods_advantages`: group-relative advantages
    ``a_i = (r_i - mean) / (std + eps)``. With PODS the statistics come from the *kept* subset
-   (PAPER.md §1.2, the paper's default, "after"); the App. A.3 ablation ("before") takes them from all
+   (arXiv 2504.13818 §3.2, the paper's default, "after"); the App. A.3 ablation ("before") takes them from all
    n rollouts of the group and then keeps the selected rows.
 2. :func:`kl_k3`: the k3 estimator ``exp(ref - logp) - (ref - logp) - 1`` of KL(pi || pi_ref).
 3. :func:`policy_loss`: the clipped surrogate ``-min(rho A, clip(rho, 1-eps, 1+eps_high) A)`` plus
@@ -12,7 +12,7 @@ Three pieces, each a drop-in for the matching part of a GRPO trainer:
    completion, then over completions; TRL ``loss_type="grpo"``) or per ``token`` (sum over all tokens
    / number of tokens; the open-r1 code of settings (e)-(f), TRL ``loss_type="bnpo"``).
 
-Conventions (PAPER.md §1.4, the authors' code and TRL agree on them):
+Conventions (open in the paper; the authors' code and TRL agree on them: docs/paper.md#open-items):
 
 - the std is the *unbiased* sample std (torch's default) and ``eps = 1e-4`` is added to it;
 - a group whose rewards are all equal gets advantages of exactly zero (never NaN): the numerator
@@ -95,7 +95,7 @@ def pods_advantages(
 ) -> torch.Tensor:
     """Advantages of the kept rollouts, shape (P, M) (or (M,) for 1-D inputs).
 
-    normalize="after": statistics over the kept subset (PODS default, PAPER.md §1.2);
+    normalize="after": statistics over the kept subset (PODS default, arXiv 2504.13818 §3.2);
     normalize="before": statistics over all n rollouts, then the kept rows (App. A.3 ablation).
     ``scale`` as in :func:`group_advantages` ("batch": the std of every kept reward, or of every reward
     with "before"). ``keep_P_M`` holds distinct indices in [0, N) per group, as :func:`pods.selectors.select`

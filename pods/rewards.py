@@ -17,7 +17,7 @@ Tests: ``pytest tests/test_rewards.py tests/test_hostile_text.py``. Other public
 - ``gsm8k``, ``gsm8k_platinum``: the text after ``####``, commas removed (a bare number passes as is).
 - ``math``: the contents of the LAST ``\\boxed{...}`` (or ``\\fbox{...}``) with nested braces matched,
   so ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``. The official code cuts at the first ``}``
-  and would give ``\\frac{1`` (PAPER.md §7). Without a ``\\boxed`` (MATH-500's bare ``answer``
+  and would give ``\\frac{1`` (docs/paper.md#open-items). Without a ``\\boxed`` (MATH-500's bare ``answer``
   field, or when the last ``\\boxed{`` is never closed) the string is the gold as it is.
 - ``chemistry``, ``arith_mc``: one letter A-D (``B``, ``b``, ``(B)`` accepted), else ValueError.
 - ``arith``, ``arith_hard``, ``arith_heldout``: an ASCII integer such as ``85`` or ``-7``, else ValueError.
@@ -25,7 +25,7 @@ Tests: ``pytest tests/test_rewards.py tests/test_hostile_text.py``. Other public
 Accuracy (1.0/0.0). The "answer block" is the text after the LAST ``<answer>`` up to the next
 ``</answer>`` (or to the end if it is never closed), stripped: the official ``extract_xml_answer``.
 
-- gsm8k/math, variant ``paper``: math-verify ``parse``/``verify`` (PAPER.md App. A.1, "LaTeX parsing
+- gsm8k/math, variant ``paper``: math-verify ``parse``/``verify`` (arXiv 2504.13818 App. A.1, "LaTeX parsing
   and symbolic verification") of the answer block if there is one, else of the whole completion,
   against ``parse("$" + gold + "$")`` (a bare gold such as ``p - q`` needs the ``$`` to parse).
   Prediction and gold are treated alike: an answer block without math delimiters of its own is
@@ -60,14 +60,14 @@ e.g. 5 MB of repeated tags); tests check the linear-time versions against the re
 Variants (``VARIANTS``): they change accuracy only for the gsm8k/math family; the letter and
 integer rules above hold in every variant.
 
-- ``paper`` (default; PAPER.md §3.4 App. A.1): total = accuracy + format + tags, maximum 3.
-- ``openr1`` (PAPER.md §3.4, multi-GPU settings (e)-(f), open-r1 ``accuracy_reward``): the gold is
+- ``paper`` (default; App. A.1, docs/paper.md#prompts-and-rewards): total = accuracy + format + tags, maximum 3.
+- ``openr1`` (multi-GPU settings (e)-(f), open-r1 ``accuracy_reward``): the gold is
   parsed from the full raw answer (``parse(answer, extraction_mode="first_match")``; a bare math
   answer is wrapped in ``\\boxed{}`` as the MATH solution it came from would be), the WHOLE
   completion with ``LatexExtractionConfig(boxed="all", boxed_match_priority=0,
   try_extract_without_anchor=False, ...)``, first match. A plain ``18`` with no ``\\boxed``/``$``
   earns nothing. Where open-r1 returns ``None`` (gold unparsable) we return 0.0. Format/tags as paper.
-- ``code_head`` (official single-GPU code at 187f43b, PAPER.md §3.4): correctness + 0.1*format_score
+- ``code_head`` (official single-GPU code at 187f43b, docs/paper.md#answer-patterns): correctness + 0.1*format_score
   + 0.1*xml, where format_score = max(0, 1 - 0.01 * #chars outside the first match of
   ``<think>.*</think>[ \\n]?<answer>.*</answer>`` (re.search, DOTALL)) and xml = 0.25 for each of
   ``<think>``, ``</think>``, ``<answer>``, ``</answer>`` (no newlines) occurring exactly once. Max 1.2.
@@ -146,12 +146,11 @@ log = logging.getLogger(__name__)
 from pods.registry import TASK_DESCRIPTIONS as TASKS  # noqa: E402  task name -> how it is scored
 
 VARIANTS: dict[str, str] = {
-    "paper": "PAPER.md §3.4 / App. A.1: accuracy (math-verify) + format (0/1) + tags (0.25 each); max 3",
-    "openr1": "PAPER.md §3.4, settings (e)-(f): open-r1 accuracy_reward (boxed-first LaTeX, gold = full "
-    "answer) + format + tags",
-    "code_head": "PAPER.md §3.4, official single-GPU code at 187f43b: correct + 0.1*format_score + 0.1*xml; max 1.2",
-    "code_sep24": "PAPER.md §3.4, official code at 0c453d2 (Sept 24): code_head shaping scaled by 0.01; max 1.02",
-    "code_jun25": "PAPER.md §3.4, official June release 3fc107e: shaping 0.1-0.001*extra and 0.025/tag for "
+    "paper": "App. A.1: accuracy (math-verify) + format (0/1) + tags (0.25 each); max 3",
+    "openr1": "settings (e)-(f): open-r1 accuracy_reward (boxed-first LaTeX, gold = full answer) + format + tags",
+    "code_head": "official single-GPU code at 187f43b: correct + 0.1*format_score + 0.1*xml; max 1.2",
+    "code_sep24": "official code at 0c453d2 (Sept 24): code_head shaping scaled by 0.01; max 1.02",
+    "code_jun25": "official June release 3fc107e: shaping 0.1-0.001*extra and 0.025/tag for "
     "incorrect answers only, gsm8k only; max 1.0",
 }
 COMPONENTS = ("accuracy", "format", "tags")
@@ -234,7 +233,7 @@ def code_format_extra(text: str) -> int | None:
 def eval_format(text: str) -> float:
     """1.0 iff the evaluation regex ``^[ \\n]?<think>.*</think>[ \\n]?<answer>.*</answer>[ \\n]?$`` matches.
 
-    This is ``format_correct`` of the official ``utils/eval.py`` (``re.match``, DOTALL), PAPER.md §3.4.
+    This is ``format_correct`` of the official ``utils/eval.py`` (``re.match``, DOTALL); docs/paper.md#evaluation-protocol.
     """
     if text[:1] in (" ", "\n") and text.startswith(_THINK_OPEN, 1):
         a = 1 + len(_THINK_OPEN)
@@ -550,7 +549,7 @@ EVAL_METRICS = ("paper", "code")
 def eval_metrics(
     completion: str, answer: str, task: str, variant: str = "paper", metric: str = "paper"
 ) -> dict[str, float]:
-    """Evaluation metrics of one completion (PAPER.md §3.4, official ``utils/eval.py``).
+    """Evaluation metrics of one completion (docs/paper.md#evaluation-protocol; official ``utils/eval.py``).
 
     ``accuracy``: with ``metric="paper"`` the reward variant's accuracy; with ``metric="code"`` the
     authors' ``utils/eval.py`` ``ans_acc`` for the gsm8k/math family: correct if the whole text, the

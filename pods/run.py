@@ -15,8 +15,9 @@ this module only drives it:
    already checkpointed; then save the final policy.
 4. :func:`write_summary`: ``summary.json``, written last.
 
-Wall clock (PAPER.md §3.3, §3.5, §5): ``time_s`` is training time only: the sum of the optimizer
-steps' wall time (generation + scoring + update); evaluation, logging and checkpointing are excluded.
+Wall clock (docs/paper.md#evaluation-protocol, docs/paper.md#time-to-peak): ``time_s`` is training time only:
+the sum of the optimizer steps' wall time (generation + scoring + update); evaluation, logging and
+checkpointing are excluded.
 Evaluations run at t = 0 (the base model), then whenever training time crosses the next point of the
 grid ``eval.every_s`` (or every ``eval.every_steps`` steps), and once more at the end if the last
 step was not on the grid. Training stops at ``budget.max_time_s`` and/or ``budget.max_steps``.
@@ -263,7 +264,7 @@ class RunController(TrainerCallback):
         self.startup_s = _seconds_since_process_start()
         if self.acc.is_main_process and progress_enabled():
             self._open_bar(state.global_step)
-        if self.evals_done == 0:  # PAPER §3.5: the base model at t = 0
+        if self.evals_done == 0:  # the base model at t = 0 (docs/paper.md#evaluation-protocol)
             self.run_eval(step=state.global_step, grid_index=0)
 
     def on_step_begin(self, args, state, control, **kwargs):

@@ -299,8 +299,8 @@ def package_versions(names: Iterable[str] = _PACKAGES) -> dict[str, str | None]:
 def cpu_info() -> dict[str, str | None]:
     """The CPU a run's numbers were computed on: its model name and the instruction set torch's kernels
     dispatch to (``torch.backends.cpu.get_cpu_capability()``, e.g. AVX2, AVX512). A step-budget run is
-    the same whatever the machine's load, but float rounding differs between instruction sets (issue 10:
-    the tiny scale's gradients differ in their last bits under AVX2 vs AVX512 dispatch, and a sampled
+    the same whatever the machine's load, but float rounding differs between instruction sets (the
+    tiny scale's gradients differ in their last bits under AVX2 vs AVX512 dispatch, and a sampled
     token can flip many steps later), so runs compare bit for bit only on the same CPU kind."""
     from pods.kernels import cpuinfo_field, kernels_label
 
@@ -318,7 +318,7 @@ def run_meta(num_processes: int = 1, distributed: dict | None = None, use_cuda: 
     """The ``meta`` block of config.json: versions, git commit, start time, host, device, CPU, and how
     the run was launched (``distributed``: accelerate's distributed type and DeepSpeed's ZeRO stage).
     ``device`` is the GPU's name where the run uses one (``use_cuda``), else "cpu": a CPU run on a machine
-    with a GPU (``hardware.device=cpu``) says "cpu" (it said the GPU's name until session 22). ``use_cuda``
+    with a GPU (``hardware.device=cpu``) says "cpu", not the GPU's name. ``use_cuda``
     None: the GPU where one is visible."""
     device = "cpu"
     try:

@@ -26,7 +26,7 @@ A rule registered with ``register_selector(name, uses_lengths=True)`` is called 
 completion lengths as the keyword ``lengths_P_N`` (float64, the shape of the rewards); ``select``
 then needs ``lengths=``, and :class:`pods.trainer.PODSGRPOTrainer` passes the completion token counts.
 
-Determinism and ties (the paper leaves these open, PAPER.md §1.3 [GAP]):
+Determinism and ties (the paper leaves these open, docs/paper.md#open-items):
 
 - Equal rewards are ordered by their index: we sort with a *stable* sort, so among equal rewards the
   rollout with the lower index counts as "lower". Consequently ``max_variance`` takes tied bottom

@@ -53,8 +53,8 @@ SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 # Printable ASCII without the vertical tab/form feed/carriage return: 97 characters + 4 specials.
 CHARS = tuple(c for c in string.printable if c not in "\x0b\x0c\r")
 # The format's four tags with their newlines, each one token under `build_char_tokenizer(tag_tokens=True)`:
-# a gold arith completion is then 23 tokens instead of 56 (issue 10: a tiny step's time is the model's
-# arithmetic times the completion length, and 36 of the 56 characters are tags).
+# a gold arith completion is then 23 tokens instead of 56 (a tiny step's time is the model's arithmetic
+# times the completion length, and 36 of the 56 characters are tags).
 TAG_TOKENS = ("<think>\n", "\n</think>\n", "<answer>\n", "\n</answer>")
 
 
@@ -143,7 +143,7 @@ TINY_MODELS: dict[str, TinySpec] = {
     "llama-arith_mc": TinySpec(arch="llama", task="arith_mc", target_accuracy=0.35, eval_every=25),
     # llama-arith warm-started further (550 SFT steps, 66% sampled test accuracy instead of 27%, where the
     # records were made), so that RL saturates inside a CPU budget: the tiny scale's (a), its sweeps, and
-    # (e) train it (config/config.yaml scales.tiny.settings; issue 10). Near the target its accuracy moves
+    # (e) train it (config/config.yaml scales.tiny.settings). Near the target its accuracy moves
     # 10-20 points per 10 SFT steps and the stop lands on different steps on different CPU kinds (450-650;
     # docs/workflow.md). Two fixes were tried and not kept: a finer check (eval_every=10, val_samples=4)
     # narrows the spread, but (a) on the model it built gave no evidence (GRPO +6 points in 600 steps); an
@@ -151,16 +151,17 @@ TINY_MODELS: dict[str, TinySpec] = {
     # it is sharp (94% greedy, 57% at T = 1.0) and RL at lr 1e-4 collapses it (59% -> 3% in 200 steps).
     "llama-arith_warm": TinySpec(arch="llama", task="arith", target_accuracy=0.65),
     # llama-arith_warm with the format's tags as single tokens: the same recipe, a gold completion 23 tokens
-    # long instead of 56, so a tiny step generates and trains on less than half the tokens (issue 10's
-    # "make tiny steps cheaper"). The tiny scale's default model for (a), its sweeps and (e) (config/config.yaml).
+    # long instead of 56, so a tiny step generates and trains on less than half the tokens
+    # (notebook/LOG.md#2026-11-26-tag-tokens-what-a-tiny-step-costs). The tiny scale's default model for (a),
+    # its sweeps and (e) (config/config.yaml).
     "llama-arith_warm_tt": TinySpec(arch="llama", task="arith", target_accuracy=0.65, tag_tokens=True),
-    # llama-arith_warm_tt warm-started to an 86% target (issue 10, session 32; a record:
+    # llama-arith_warm_tt warm-started to an 86% target (a record:
     # notebook/overlays/tiny_a_warm86.yaml): on the pinned kernels it stops at 850 SFT steps, 90% sampled / 99%
     # greedy on the test set, so that (a)'s GRPO starts near its ceiling and levels off inside 600 steps. It
     # levels, but the mean still peaks in the last 20% (a slow creep), and steps-to-peak turns to noise
     # (notebook/records/2026-11-27-a-warm-start-86.md).
     "llama-arith_warm86_tt": TinySpec(arch="llama", task="arith", target_accuracy=0.86, tag_tokens=True),
-    # The GPU benchmark model (issue 14): the llama-arith layout at GPT-2-small width, 85M parameters,
+    # The GPU benchmark model: the llama-arith layout at GPT-2-small width, 85M parameters,
     # so that on a GPU the update is compute-bound, not launch-bound. Warm-started on a GPU
     # (`python -m pods.models build tiny:llama-arith_85m --device cuda`: on an H100, 200 SFT steps in 42 s
     # to 73.5% sampled accuracy). On a CPU the 120 s cap stops the warm start after a few steps (a model
@@ -469,7 +470,7 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
     tokenizer.save_pretrained(tmp)
     # Which weights these are and where they were made: the build is deterministic on one kind of CPU, not
     # across kinds (float rounding differs), and a stop at target_accuracy on a chaotic warm start lands on
-    # different steps (issue 10: the constant-lr llama-arith_warm stopped at 450, 550 and 650 SFT steps).
+    # different steps (the constant-lr llama-arith_warm stopped at 450, 550 and 650 SFT steps on three CPU kinds).
     from pods.runlog import cpu_info
 
     card.update(weights_sha256=weights_sha256(tmp), cpu=cpu_info() if device.type == "cpu" else None)

@@ -1,5 +1,5 @@
 # From run directories to tidy tables and the time-to-peak table (pods.analysis does the work): the
-# eval-grid speed-up and the three of issue 10 (steps, this machine's wall-clock, paper hardware).
+# eval-grid speed-up and three more (optimizer steps, this machine's wall-clock, the paper's hardware).
 
 
 rule collect:
@@ -56,7 +56,7 @@ rule time_to_peak:
 
 
 rule plateau:
-    # Has each arm's mean curve stopped rising (issue 10's plateau criterion, for every arm, with the
+    # Has each arm's mean curve stopped rising (its peak before the last 20% of the budget, for every arm, with the
     # share of seed resamples that agree, the late gain and the second-half trend)? For our runs and
     # for the authors' released logs alike.
     input:
@@ -79,7 +79,7 @@ rule plateau:
 rule levels:
     # The speed-up at fixed accuracy levels (pods/analysis/levels.py): the steps each arm's mean curve needs to
     # first reach fractions of the baseline's rise, and their ratio, with intervals over seeds. Unlike
-    # time-to-peak it does not move with the budget at a level both arms reach (issue 10).
+    # time-to-peak it does not move with the budget at a level both arms reach.
     input:
         curves="{tables}/curves.csv",
     output:
@@ -98,8 +98,8 @@ rule levels:
 
 
 rule seeds:
-    # How wide would (a)'s and (e)'s steps-to-peak intervals be with N seeds per arm (issue 10's width
-    # criterion)? A trend + noise model fitted to the runs (pods/analysis/power.py); optimistic, so a width it
+    # How wide would (a)'s and (e)'s steps-to-peak intervals be with N seeds per arm (the tiny scale aims at
+    # 1.0 or less)? A trend + noise model fitted to the runs (pods/analysis/power.py); optimistic, so a width it
     # cannot reach is out of reach. Settings with one seed per arm are skipped.
     input:
         curves=f"{ROOT}/tables/curves.csv",

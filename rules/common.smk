@@ -4,7 +4,7 @@
 # of the row's seed set in the active scale. The settings themselves (experiment YAML per scale,
 # metric, titles, ...) are the records of pods.registry.SETTINGS. Its directory is
 #   {root}/runs/{setting}/sel~{rule}_n~{n}_m~{m}[_{extra}]/seed~{seed}/
-# (Paramspace-like `key~value` names, STYLE.md §3.3). Its `summary.json` is what the train step
+# (Paramspace-like `key~value` names). Its `summary.json` is what the train step
 # declares as output: the trainer writes it last, so its presence means "finished".
 import os
 import re
@@ -284,7 +284,8 @@ RELEASED_MANIFEST = "pods/analysis/released_logs.sha256"  # SHA-256 of every rel
 
 # released_logs: none -> no authors' logs at all (an offline machine without a copy): the `all`
 # target leaves out their re-analysis, and speed-up (iii) takes the paper hardware's s/step from
-# PAPER.md's stated values and the cost model (pods.analysis.speedups.paper_seconds_per_step).
+# the paper's values (docs/paper.md#seconds-per-step) and the cost model
+# (pods.analysis.speedups.paper_seconds_per_step).
 RELEASED_OFF = isinstance(config["released_logs"], str) and config["released_logs"].strip().lower() == "none"
 
 
@@ -360,7 +361,7 @@ def get_time_to_peak_input(wildcards=None):
     }
     if not RELEASED_OFF:
         # the authors' seconds per step of each setting's arms: speed-up (iii) (without it, under
-        # released_logs: none, PAPER.md's stated values and the cost model)
+        # released_logs: none, the paper's values and the cost model)
         inputs["paper_steps"] = "results/released/steps.csv"
         inputs["paper_curves"] = "results/released/curves.csv"
     return inputs

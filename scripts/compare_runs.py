@@ -1,4 +1,6 @@
-"""Are two roots of training runs the same bits, except for what is measured in seconds? (issue 10, criterion 1)
+"""Are two roots of training runs the same bits, except for what is measured in seconds?
+
+Step-budget runs must not depend on the machine's load: this checks it between two machines or two loads.
 
 Run:  python scripts/compare_runs.py RUNS_A RUNS_B          e.g. results/runs /elsewhere/results/runs
 

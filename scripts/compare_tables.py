@@ -1,4 +1,6 @@
-"""Do two runs of the main job give the same tables, except for the columns measured in seconds? (issue 10, criterion 1)
+"""Do two runs of the main job give the same tables, except for the columns measured in seconds?
+
+The tiny scale's tables must not depend on the machine's load: this checks a whole job between two runs.
 
 Run:  python scripts/compare_tables.py TABLES_A TABLES_B          e.g. results/tables /elsewhere/results/tables
 

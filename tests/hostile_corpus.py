@@ -1,4 +1,4 @@
-"""Hand-made hostile completions for the reward path (issue 6 item 1), used by tests/test_hostile_text.py.
+"""Hand-made hostile completions for the reward path, used by tests/test_hostile_text.py.
 
 Each entry is a completion a policy could (in principle) emit; the comment says what it attacks.
 Big entries are built by expressions so the file stays small; ``CORPUS`` is built once at import

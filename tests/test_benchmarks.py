@@ -267,7 +267,7 @@ def test_help(mod, capsys):
     ["bench_memory", "bench_asymmetry", "bench_select", "cost_model", "profile_tiny_step", "bench_trl_generation"],
 )
 def test_benchmarks_folder_holds_thin_entry_points(name):
-    """benchmarks/*.py only forward to the package (issue 12 item 3: a wheel has the code)."""
+    """benchmarks/*.py only forward to the package, so that an installed wheel has every benchmark's code."""
     text = (REPO / "benchmarks" / f"{name}.py").read_text()
     assert f"from pods.bench.{name} import main" in text
     assert len(text.splitlines()) < 20
@@ -327,7 +327,7 @@ def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(t
 
 def _assert_table_equal_but_paper_hw(got_csv, want_csv):
     """A recomputed analysis table equals the committed one in every column but the paper-hardware ones
-    (committed from the released logs' steps.csv, a workflow output; recomputed here from PAPER.md's s/step)."""
+    (committed from the released logs' steps.csv, a workflow output; recomputed here from the paper's s/step)."""
     import pandas as pd
 
     got, want = pd.read_csv(got_csv), pd.read_csv(want_csv)
@@ -337,8 +337,9 @@ def _assert_table_equal_but_paper_hw(got_csv, want_csv):
 
 def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
     """benchmarks/results/gpu_h100_tiny_time_to_peak.csv is what `pods analysis time-to-peak` makes of the
-    committed curves and steps (issue 14): every number but the paper-hardware columns, which there came
-    from the released logs' steps.csv (a workflow output) and here from PAPER.md's stated s/step."""
+    committed curves and steps: every number but the paper-hardware columns, which there came from the
+    released logs' steps.csv (a workflow output) and here from the paper's s/step
+    (docs/paper.md#seconds-per-step)."""
     import pandas as pd
 
     from pods.analysis.cli import main as analysis_main
@@ -356,7 +357,7 @@ def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
 
 
 def test_committed_gpu_tag_token_tables_recompute_from_their_curves(tmp_path):
-    """benchmarks/results/gpu_h100_tt_*.csv (session 29: the tag-token default's (a) on 8 + 8 seeds and (e) on
+    """benchmarks/results/gpu_h100_tt_*.csv (the tag-token default's (a) on 8 + 8 seeds and (e) on
     4 + 4, one H100) are what `pods analysis time-to-peak`, `levels` and `plateau` make of the committed
     curves and steps: every number but the paper-hardware columns (there from the released logs' steps.csv)."""
     import pandas as pd

@@ -22,7 +22,7 @@ TINY_A = REPO / "experiments" / "tiny_a.yaml"
 PAPER_A = REPO / "experiments" / "a_gsm8k_qwen3b.yaml"
 
 # Bad input through the real command line: (config, args after it, dotted key the message must name).
-# The overrides of tiny_a cover >= 15 kinds of bad config of issue 6.
+# The overrides of tiny_a cover >= 15 kinds of bad config.
 CLI_BAD = {
     "unknown_key": (TINY_A, ["rollout.nn=3"], "rollout.nn"),
     "wrong_type": (TINY_A, ["rollout.n=abc"], "rollout.n"),
@@ -263,7 +263,7 @@ def test_list_prints_each_shipped_experiment_on_one_line(capsys):
     assert row["tiny_a"].startswith("Tiny analogue of setting (a)")
     assert row["tiny_a"].endswith("[--scale tiny (a), smoke (a)]")
     assert row["a_gsm8k_qwen3b"].startswith("Setting (a): GSM8K, Qwen2.5-3B-Instruct")
-    assert all("PAPER.md" not in ln for ln in lines)
+    assert all("arXiv" not in ln for ln in lines)  # the header's citation is dropped
 
 
 def test_public_names_import_from_pods_lazily():

@@ -1,5 +1,5 @@
 """Help that lists what can be set, TRL-style flags, plain logs without a terminal, no deprecation
-warnings from our own settings (issue 12, item 7)."""
+warnings from our own settings."""
 
 from __future__ import annotations
 

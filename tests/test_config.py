@@ -108,7 +108,7 @@ def test_cpu_configs_validate_on_a_cpu_only_box(path):
     assert len(names) == len(arms)
 
 
-# Table 2 of the paper (PODS arm), with the resolved [DISCREPANCY] rows of PAPER.md §3.3.
+# Table 2 of the paper (PODS arm), as the experiment YAMLs resolve its discrepancies (docs/paper.md#hyperparameters).
 TABLE2 = {  # letter: (lr, beta, n, m, grad_accum, lora, max_seq, max_time_s)
     "a": (5e-6, 0.0, 64, 16, 1, True, 1024, 21600),
     "b": (2e-6, 0.04, 64, 16, 1, True, 1024, 5400),
@@ -134,7 +134,7 @@ def test_paper_values_follow_table2(letter):
     arm = next(iter(PAPER_ARMS[letter]))  # the baseline arm comes first
     base = load_config(EXP / f"{PAPER_SETTINGS[letter]}.yaml", PAPER_ARMS[letter][arm], check_machine=False)
     assert (base.rollout.n, base.rollout.m, base.optim.grad_accum) == BASELINE[letter]
-    # equal total rollouts per prompt in (e)-(f) (PAPER.md §3.1)
+    # equal total rollouts per prompt in (e)-(f) (512: Table 2)
     if letter in "ef":
         assert base.rollout.n * base.optim.grad_accum == cfg.rollout.n * cfg.optim.grad_accum == 512
 

@@ -1,5 +1,5 @@
 """pods.analysis.cost: the paper scale's GPU-hours from the run sheet, the seeds and the budgets, and the README
-table that `pods cost` generates (issue 12 item 6)."""
+table that `pods cost` generates (kept equal to the command's output)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_paper_scale_cost():
         "f": 10,
         "total": 200,
     }
-    # runs x GPUs x the YAML's budget.max_time_s (6 h, 1.5 h, 6 h, 12 h, 40 min, 40 min; PAPER.md §3.3)
+    # runs x GPUs x the YAML's budget.max_time_s (6 h, 1.5 h, 6 h, 12 h, 40 min, 40 min; docs/paper.md#hyperparameters)
     expected = {"a": 120 * 6, "b": 20 * 1.5, "c": 20 * 6, "d": 20 * 12, "e": 10 * 8 * 2 / 3, "f": 10 * 8 * 2 / 3}
     for k, gpu_h in expected.items():
         assert rows[k]["train_gpu_h"] == pytest.approx(gpu_h)

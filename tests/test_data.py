@@ -2,12 +2,23 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from pods import data
 
 SYNTH = data.SYNTHETIC_TASKS
+# The development setup keeps a copy of GSM8K beside the clone; the tests that need the real set skip without it.
+SIBLING_GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"
+
+
+@pytest.fixture
+def real_gsm8k(monkeypatch):
+    """PODS_GSM8K_DIR pointed at the sibling copy of GSM8K; skip where there is none."""
+    if not (SIBLING_GSM8K / "test.jsonl").is_file():
+        pytest.skip("no local GSM8K copy beside the clone (../shared/data/gsm8k)")
+    monkeypatch.setenv(data.GSM8K_DIR_ENV, str(SIBLING_GSM8K))
 
 
 def _eval_line(line: str) -> bool:
@@ -175,9 +186,21 @@ def test_trl_sees_chat_prompts_as_conversational():
     assert not is_conversational({"prompt": rec["prompt"]})
 
 
-def test_local_gsm8k():
-    if not (data.SHARED_DATA / "gsm8k" / "test.jsonl").is_file():
-        pytest.skip("../shared/data/gsm8k is not present")
+def test_gsm8k_dir_variable_replaces_the_hub(tmp_path, monkeypatch):
+    """PODS_GSM8K_DIR: both splits come from the directory; a directory without the split's file is an
+    error naming the variable, never a silent fall back to the hub."""
+    _write(tmp_path / "test.jsonl", [{"question": "Ann has 2 apples and buys 3. How many?", "answer": "2+3=5\n#### 5"}])
+    monkeypatch.setenv(data.GSM8K_DIR_ENV, str(tmp_path))
+    (rec,) = data.load_task("gsm8k", "test")
+    assert rec["answer"].endswith("#### 5")
+    assert rec["question"].startswith("Ann")
+    with pytest.raises(data.DataError, match=r"PODS_GSM8K_DIR=.* has no train\.jsonl"):
+        data.load_task("gsm8k", "train")
+    monkeypatch.setenv(data.GSM8K_DIR_ENV, "")
+    assert data.local_gsm8k_file("test") is None  # empty or unset: the hub
+
+
+def test_local_gsm8k(real_gsm8k):
     test = data.load_task("gsm8k", "test")
     assert len(test) == 1319
     assert test[0]["answer"].endswith("#### 18")
@@ -186,10 +209,8 @@ def test_local_gsm8k():
     assert len(data.load_task("gsm8k", "train", limit=10)) == 10
 
 
-def test_gold_round_trip_with_rewards():
+def test_gold_round_trip_with_rewards(real_gsm8k):
     rewards = pytest.importorskip("pods.rewards")
-    if not (data.SHARED_DATA / "gsm8k" / "test.jsonl").is_file():
-        pytest.skip("../shared/data/gsm8k is not present")
     for r in data.load_task("gsm8k", "test", limit=20):
         gold = r["answer"].split("####")[-1].strip().replace(",", "")
         good = f"<think>\nwork\n</think>\n<answer>\n{gold}\n</answer>"

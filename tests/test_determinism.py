@@ -1,4 +1,4 @@
-"""Determinism (issue 6 item 5): on CPU, the same config and seed give identical metrics, times aside."""
+"""Determinism: on CPU, the same config and seed give identical metrics, times aside."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_same_seed_same_metrics_other_seed_differs(tiny_cfg, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# The tiny scale's own budget (issue 10 item 1): config/config.yaml `scales.tiny` counts optimizer
+# The tiny scale's own budget: config/config.yaml `scales.tiny` counts optimizer
 # steps and evaluates on a step grid, so a run's rewards and evaluations do not depend on the load.
 
 
@@ -162,7 +162,7 @@ def test_common_eval_noise_repeats_the_draws_wherever_the_policy_is_the_same(tin
 
 
 def test_compare_runs_ignores_seconds_and_names_the_first_difference(tmp_path, capsys):
-    """scripts/compare_runs.py (criterion 1's check between two roots of runs, e.g. two machines): values
+    """scripts/compare_runs.py (the same-bits check between two roots of runs, e.g. two machines): values
     measured in seconds or bytes may differ, anything else makes the run DIFFERENT, with the first key."""
     import importlib.util
     import json
@@ -283,7 +283,7 @@ def test_compare_runs_outcomes_ignores_float_drift_and_says_where_the_samples_pa
 
 
 def test_compare_tables_allows_seconds_only_and_names_the_first_other_difference(tmp_path, capsys):
-    """scripts/compare_tables.py (criterion 1 for a whole job): two tables folders may differ in the columns
+    """scripts/compare_tables.py (the same check for a whole job's tables): two tables folders may differ in the columns
     measured in seconds (by name, and time_to_peak.csv's eval-grid speed-up); a steps-to-peak speed-up or an
     accuracy that differs makes the table DIFFERENT, and a missing row count or nothing compared is no pass."""
     import importlib.util

@@ -1,4 +1,4 @@
-"""Two CPU processes select the same rollouts and give the same advantages as one (issue 3 item 5).
+"""Two CPU processes select the same rollouts and give the same advantages as one.
 
 The same small GA run (2 prompts per step, GA = 2 groups of n per prompt, m < n) is trained once in
 one process and once under ``accelerate launch --num_processes 2`` (experiments/accelerate/

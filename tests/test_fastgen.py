@@ -1,4 +1,4 @@
-"""pods.fastgen (issue 10 item 3): the lean sampler gives the tokens transformers' generate gives."""
+"""pods.fastgen: the lean sampler gives the tokens transformers' generate gives."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def _softmax_inputs(monkeypatch, model, ids, mask, cfg, lean: bool, seeds=None):
 def test_the_lean_layers_give_the_modules_logits_bit_for_bit(monkeypatch, arch, grouped):
     """The inlined RMSNorm/MLP, the rotary lookup table and the inlined rotation are the same operations in the
     same order as the model's modules: every decoding step's logits are the same bits, not merely close (the
-    tiny tables of issue 10 are reproducible to the bit, so a faster sampler must not move one)."""
+    tiny tables are reproducible to the bit, so a faster sampler must not move one)."""
     model = _model(arch, seed=2).eval()
     ids, mask = _prompts(8, seed=4)
     cfg = _gen_cfg(max_new=20, temperature=1.0)

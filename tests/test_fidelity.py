@@ -1,12 +1,12 @@
-"""Issue 11: the fidelity switch (paper | code), its options, and no forward over discarded rollouts.
+"""The fidelity switch (paper | code), its options, and no forward over discarded rollouts.
 
-- item 1: every forward pass of a PODS step outside generation runs on the m kept rows per group
-  (policy and reference), and gives the same reference log-probs as TRL's all-n forward; the vLLM
+- no forward over discarded rollouts: every forward pass of a PODS step outside generation runs on the
+  m kept rows per group (policy and reference), and gives the same reference log-probs as TRL's all-n forward; the vLLM
   importance-sampling correction is off by default and, when on, computed on the kept rows;
-- item 2: the (e)/(f) cosine horizon and warmup per arm, as the authors' code counts an epoch;
-- item 3: each option (top_k, token_group, logprob_temperature, eval.metric, task.math_gold,
+- schedule: the (e)/(f) cosine horizon and warmup per arm, as the authors' code counts an epoch;
+- options: each option (top_k, token_group, logprob_temperature, eval.metric, task.math_gold,
   load_in_4bit) on CPU, the 4-bit load path on a GPU (marked ``gpu``);
-- item 4: every arm of the paper sheet under both switch values against docs/fidelity.md.
+- the table: every arm of the paper sheet under both switch values against docs/fidelity.md.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def r_len(completions, **kwargs):
 
 
 # ---------------------------------------------------------------------------------------------
-# item 1: no forward over discarded rollouts
+# no forward over discarded rollouts
 # ---------------------------------------------------------------------------------------------
 class RowCounter:
     """Forward hooks counting the batch rows of every forward of the given models outside generation."""
@@ -150,7 +150,7 @@ def test_importance_sampling_ratio_is_computed_on_the_kept_rows(make_trainer, ba
 
 
 # ---------------------------------------------------------------------------------------------
-# item 2: (e)/(f) learning-rate schedule per arm
+# (e)/(f) learning-rate schedule per arm
 # ---------------------------------------------------------------------------------------------
 SCHEDULE = {("pods", 4): (233, 24), ("grpo_ga", 16): (58, 6)}
 
@@ -198,7 +198,7 @@ def test_trainer_scheduler_uses_the_horizon(make_trainer):
 
 
 # ---------------------------------------------------------------------------------------------
-# item 3: options
+# options
 # ---------------------------------------------------------------------------------------------
 def _logps(trainer, batch):
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
@@ -398,7 +398,7 @@ def test_fidelity_code_resolves_at_load_and_single_options_override_it(tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------
-# item 4: every arm under both switch values, against docs/fidelity.md
+# every arm under both switch values, against docs/fidelity.md
 # ---------------------------------------------------------------------------------------------
 def test_docs_fidelity_is_up_to_date():
     committed = (REPO / "docs" / "fidelity.md").read_text()

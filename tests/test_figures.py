@@ -80,7 +80,7 @@ def test_fig_1_asymmetry(monkeypatch, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# The tiny scale's figures are real (issue 10 item 4): Fig. 7 plots the tiny analogues of GSM8K
+# The tiny scale's figures are real: Fig. 7 plots the tiny analogues of GSM8K
 # Platinum and MATH-500, titles name the analogue, Fig. 8's length axis shows the whole range.
 
 

@@ -1,4 +1,4 @@
-"""The CUDA path, run for real (issue 14). Every test here is marked ``gpu``: the default selection
+"""The CUDA path, run for real. Every test here is marked ``gpu``: the default selection
 (``-m "not slow and not gpu"``) leaves them out, and ``pytest -m gpu`` on a machine without CUDA skips
 them. On a GPU machine: ``pytest -m gpu tests/test_gpu.py tests/test_fidelity.py``.
 

@@ -1,4 +1,4 @@
-"""Hostile completions (issue 6 item 1): score() never raises, returns a finite in-range score fast,
+"""Hostile completions: score() never raises, returns a finite in-range score fast,
 and the guards (not the CPU-time kill) are what stop the hand-made corpus.
 
 Run: ``pytest tests/test_hostile_text.py`` (fast, ~30 s on 2 cores); ``-m slow`` adds the exhaustive
@@ -88,7 +88,7 @@ def test_corpus_string(index):
             for gold in (right, wrong):
                 check(s, gold, task, variant)
         # Hostile reasoning must not spoil a correct final answer (openr1, which reads the whole
-        # completion, included: the guards judge the answer math-verify extracts, issue 13 item 2).
+        # completion, included: the guards judge the answer math-verify extracts).
         for variant in _variants(task):
             text = _embedded(s, "\\boxed{18}" if variant == "openr1" else block)
             assert check(text, right, task, variant)["accuracy"] == 1.0
@@ -320,7 +320,7 @@ def test_worker_killed_from_outside_is_replaced():
 
 
 # ----------------------------------------------------------------------------------------------
-# Issue 13 item 2: the guards judge the extracted answer, not the reasoning around it
+# The guards judge the extracted answer, not the reasoning around it
 
 BUSY_REASONING = {
     "nesting_7": "We expand $" + "(" * 7 + "x" + ")" * 7 + "$ first.",
@@ -363,7 +363,7 @@ def test_guards_still_refuse_a_hostile_answer(answer, reason, variant):
 
 
 # ----------------------------------------------------------------------------------------------
-# Issue 13 item 3: an answer too long to check is wrong, never shortened until it looks right
+# An answer too long to check is wrong, never shortened until it looks right
 
 ZEROS = "0" * 8000
 

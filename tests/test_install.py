@@ -1,4 +1,4 @@
-"""The package installs as a library (issue 12 item 3): build the wheel, install it without
+"""The package installs as a library: build the wheel, install it without
 dependencies into a temporary directory, and from another directory (no checkout in sight) run
 `pods --help`, `pods validate` of a shipped experiment, a benchmark, and the README's selection
 snippet. The dependencies (torch, TRL, ...) come from the running environment.

@@ -1,4 +1,4 @@
-"""pods.kernels: the CPU kernels torch runs are pinned to AVX2 (the same bits on AVX2 machines of one vendor, issue 10)."""
+"""pods.kernels: the CPU kernels torch runs are pinned to AVX2 (the same bits on AVX2 machines of one vendor)."""
 
 import json
 import os
@@ -103,8 +103,8 @@ def test_cpuinfo_field_reads_the_first_line_of_a_name(tmp_path, monkeypatch):
 
 
 def test_the_run_record_names_the_device_the_run_used_not_the_one_visible(monkeypatch):
-    """pods.runlog.run_meta: a CPU run on a machine with a GPU (the CPU runs of notebook/scripts/cross_cpu.sh on
-    the H200 machine, session 22) recorded the GPU's name as ``meta.device``; it says "cpu" now."""
+    """pods.runlog.run_meta: a CPU run on a machine with a GPU (``hardware.device=cpu``) records "cpu" as
+    ``meta.device``, not the name of the GPU it left idle."""
     import torch
 
     from pods.runlog import run_meta

@@ -1,5 +1,6 @@
 """benchmarks/gpu/main_runs_list.py and main_runs.sh: the main job's builds and runs on another machine's CPU,
-many at once, under a deadline (issue 10, criterion 1 on a second machine; benchmarks/README.md, session 26)."""
+many at once, under a deadline, to check that a second machine with every core busy gives the same bits
+(benchmarks/README.md)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def test_char_tokenizer_round_trip():
 
 
 def test_tag_tokens_make_each_tag_one_token_and_keep_every_text(tmp_path):
-    """build_char_tokenizer(tag_tokens=True) (issue 10: shorter tiny completions): the characters keep their
+    """build_char_tokenizer(tag_tokens=True) (shorter tiny completions, cheaper steps): the characters keep their
     ids, each of the format's four tags (with its newlines) is one token, a gold completion is 23 tokens
     instead of 56, and any text, broken tags included, decodes back to itself, after a save and reload too."""
     plain, tags = models.build_char_tokenizer(), models.build_char_tokenizer(tag_tokens=True)
@@ -125,7 +125,7 @@ def test_tiny_build_deterministic_and_complete(built):
     assert card["params"] == sum(v.numel() for v in wa.values())
     assert set(card["test_accuracy"]) == {"greedy", "T=0.7", "T=0.9", "T=1.0"}
     assert card["device"] == "cpu"  # where the warm start ran (not part of the recipe)
-    # the weights' identity and the CPU kind they were made on (issue 10: a build differs between kinds)
+    # the weights' identity and the CPU kind they were made on (a build differs between kinds)
     assert card["weights_sha256"] == hashlib.sha256((a / "model.safetensors").read_bytes()).hexdigest()
     assert card["weights_sha256"] == json.loads((b / "pods_tiny.json").read_text())["weights_sha256"]
     assert card["cpu"]["torch_capability"]
@@ -133,7 +133,7 @@ def test_tiny_build_deterministic_and_complete(built):
 
 
 def test_gpu_benchmark_model_is_85m_parameters():
-    """tiny:llama-arith_85m (issue 14): the Fig. 1 model of the GPU benchmarks, 50-150M parameters."""
+    """tiny:llama-arith_85m: the Fig. 1 model of the GPU benchmarks, 50-150M parameters."""
     from transformers import AutoModelForCausalLM
 
     from pods.tiny import _tiny_config
@@ -233,9 +233,9 @@ def test_a_model_built_under_other_cpu_kernels_is_rebuilt(cache, monkeypatch):
 
 
 def test_a_build_under_other_kernels_is_kept_aside_and_moved_back_not_rebuilt(cache, monkeypatch):
-    """Session 22: a profile under a user's MKL_CBWR (kernels "native") rebuilt the pinned warm model in place,
-    and the pinned bits (7 min of build here) were gone. Now the other build is kept as <name>@<kernels> and
-    moved back when a process under its kernels asks again: two switches cost one build, not two."""
+    """A process under other kernels (e.g. a user's MKL_CBWR, kernels "native") must not rebuild the pinned warm
+    model in place and lose the pinned bits (minutes of build): its build is kept aside as <name>@<kernels> and
+    moved back when a process under its kernels asks again, so two switches cost one build, not two."""
     import pods.kernels
 
     fields = {k: v for k, v in FAST.items() if k != "log"}
@@ -268,8 +268,8 @@ def test_a_build_under_other_kernels_is_kept_aside_and_moved_back_not_rebuilt(ca
 def test_a_model_built_on_a_gpu_is_not_rebuilt_by_a_cpu_side_consumer(cache, monkeypatch):
     """A card written by a GPU build (device "cuda", no CPU kernels: `pods.models build ... --device cuda`, as
     benchmarks/gpu/checks.sh does for tiny:llama-arith_85m) stays fresh for a consumer that asks on the default
-    CPU path (load_policy, `pods bench`): on the H200 of session 21 the kernel check rebuilt the 85M model on
-    the CPU and ran the benchmark's time limit out. A CPU card under other kernels is still rebuilt (above)."""
+    CPU path (load_policy, `pods bench`): otherwise the kernel check would rebuild the 85M model on the CPU and
+    run the benchmark's time limit out. A CPU card under other kernels is still rebuilt (above)."""
     fields = {k: v for k, v in FAST.items() if k != "log"}
     monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
     card_path = cache / "tiny" / "llama-arith" / "pods_tiny.json"
@@ -419,7 +419,7 @@ def test_smol_loads_from_wheel_and_generates(cache):
 
 
 def test_cache_root_is_a_user_cache_directory(monkeypatch, tmp_path):
-    """Issue 12 item 3: an installed package never caches models inside site-packages."""
+    """An installed package never caches models inside site-packages."""
     monkeypatch.delenv("PODS_CACHE", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

@@ -26,7 +26,12 @@ from pods import registry
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebook"
 OVERLAYS = sorted((NOTEBOOK / "overlays").glob("*.yaml"))
-PRODUCT_SHEETS = {"runs.tsv", "runs_tiny.tsv", "runs_smol.tsv", "config.yaml"}  # config.yaml: the scales, for pods train --scale
+PRODUCT_SHEETS = {
+    "runs.tsv",
+    "runs_tiny.tsv",
+    "runs_smol.tsv",
+    "config.yaml",
+}  # config.yaml: the scales, for pods train --scale
 
 
 def _load(name: str):

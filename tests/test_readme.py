@@ -1,4 +1,4 @@
-"""The README works outside this repository's development setup (issue 12 items 4 and 6): its images
+"""The README works outside this repository's development setup: its images
 are committed small PNGs, and its commands need no sibling ../shared folder."""
 
 from __future__ import annotations

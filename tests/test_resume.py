@@ -1,4 +1,4 @@
-"""Interruption (issue 6 item 4): SIGKILL a small ``python -m pods train`` run, restart it, compare.
+"""Interruption: SIGKILL a small ``python -m pods train`` run, restart it, compare.
 
 A resumed run must finish with complete, parseable logs, the same steps and evaluations as an
 uninterrupted run and, on CPU with the same seed, identical rewards (and every other non-timing

@@ -2,7 +2,7 @@
 evaluation metrics and the TRL adapters. Hostile input lives in tests/test_hostile_text.py.
 
 Every expected number below was computed by hand from the rules in the pods.rewards docstring
-(PAPER.md §3.4 and App. A.1).
+(App. A.1; docs/paper.md#prompts-and-rewards).
 """
 
 from __future__ import annotations

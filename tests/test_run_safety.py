@@ -1,4 +1,4 @@
-"""Run-directory safety (issue 13 items 4, 5, 7, 8): one writer per run directory, damaged runs are
+"""Run-directory safety: one writer per run directory, damaged runs are
 named instead of passing silently, unusable inputs exit 2 before any work, resume from a copied
 directory, and a full disk is reported as such.
 """
@@ -27,7 +27,7 @@ def _train_cli(tiny_overrides, out: Path, *extra: str) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# Item 4: one writer per run directory
+# One writer per run directory
 
 
 def test_second_writer_is_refused_while_the_first_holds_the_run_dir(tiny_overrides, tmp_path, capsys):
@@ -64,7 +64,7 @@ def test_lock_of_a_killed_process_does_not_block_a_resume(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# Item 5: damaged runs are named, not taken as finished or resumed from silently
+# Damaged runs are named, not taken as finished or resumed from silently
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,8 @@ def test_cut_metrics_of_a_finished_run_is_named(finished_run, tiny_overrides, tm
 
 
 def test_collect_refuses_a_finished_run_with_a_cut_metrics_log(finished_run, tmp_path, capsys):
-    """`collect` used to exit 0 with 11 of 24 steps of a cut metrics.jsonl (issue 13, item 5)."""
+    """`collect` refuses a run whose summary says finished but whose metrics.jsonl was cut (11 of 24 steps):
+    exit 0 there would build tables from a partial run."""
     from pods.analysis.cli import main as analysis_main
 
     run = _copy(finished_run, tmp_path / "runs" / "tiny_a" / "sel~x" / "seed~0")
@@ -306,7 +307,7 @@ def test_a_cut_checkpoint_file_is_named_and_the_previous_checkpoint_used(tmp_pat
 
 
 # ----------------------------------------------------------------------------------------------
-# Item 7: inputs that cannot work exit 2 with one line, before any work, leaving no file behind
+# Inputs that cannot work exit 2 with one line, before any work, leaving no file behind
 
 
 def _read_only_dir(tmp_path: Path) -> Path:
@@ -415,7 +416,7 @@ def test_a_start_that_fails_leaves_no_config_behind(tiny_overrides, tmp_path, ca
 
 
 # ----------------------------------------------------------------------------------------------
-# Item 8: resume from a copied directory; a full disk named as such
+# Resume from a copied directory; a full disk named as such
 
 
 def test_killed_run_copied_elsewhere_resumes_there(finished_run, tiny_overrides, tmp_path, capsys):

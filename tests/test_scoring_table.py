@@ -1,10 +1,9 @@
 """Ordinary answers, in the forms models write them, against the expected verdict of every variant.
 
-Issue 13 item 1: correct answers written without ``$`` in the answer block (``\\sqrt{2}``,
-``\\text{18}``, ``\\$18``) scored 0 under the default ``paper`` reward. Each row below is
-(task, completion, raw dataset answer, verdicts); ``verdicts`` gives the expected accuracy per
-variant in the order of ``VARIANTS_ORDER`` (one character each), or a single character that holds
-for every variant (the letter and integer tasks ignore the variant). Expected values follow the
+Correct answers written without ``$`` in the answer block (``\\sqrt{2}``, ``\\text{18}``, ``\\$18``)
+must score 1 under the default ``paper`` reward. Each row below is (task, completion, raw dataset
+answer, verdicts); ``verdicts`` gives the expected accuracy per variant in the order of
+``VARIANTS_ORDER`` (one character each), or a single character that holds for every variant (the letter and integer tasks ignore the variant). Expected values follow the
 rules in the pods.rewards docstring:
 
 - ``paper``: math-verify on the answer block (gold and block both read as LaTeX where they look

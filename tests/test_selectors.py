@@ -1,6 +1,6 @@
 """The paper's theorems about max-variance down-sampling, checked against brute force.
 
-Theorem 1 / Lemma 3.1 (PAPER.md §1.3): the maximum-variance m-subset is "the k highest plus the m-k
+Theorem 1 / Lemma 3.1 (arXiv 2504.13818 §3.3): the maximum-variance m-subset is "the k highest plus the m-k
 lowest rewards" for some k, and Algorithm 2 finds it. Theorem 2: for binary rewards and even m, the
 m/2 highest plus m/2 lowest attain the optimum (three cases of the proof).
 

@@ -1,6 +1,6 @@
 """pods.trainer, pods.evaluation, pods.run: the hook's pure helpers, numerical edge cases, generation, a smoke run.
 
-The edge cases (issue 6 item 3) drive real TRL steps on the small test policy with hand-made reward
+The edge cases drive real TRL steps on the small test policy with hand-made reward
 functions: all-equal rewards, a single distinct value, NaN / inf / None from a reward function,
 empty completions and completions truncated at the length limit. Each must give zero advantages or
 a clear error, and never NaN in the loss or the parameters.
@@ -194,7 +194,7 @@ def test_vllm_backend_fails_clearly_without_vllm():
 
 
 # ---------------------------------------------------------------------------------------------
-# numerical edge cases (issue 6 item 3): one real optimizer step each
+# numerical edge cases: one real optimizer step each
 def _params(model):
     return torch.cat([p.detach().flatten().clone() for p in model.parameters()])
 
@@ -332,7 +332,7 @@ def test_train_smoke_writes_complete_logs(tiny_cfg, tmp_path):
         "SVE256",
     }
     assert conf["meta"]["cpu"]["model"]
-    # which weights the run started from (a tiny build differs between CPU kinds: issue 10)
+    # which weights the run started from (a tiny build differs between CPU kinds)
     policy = conf["meta"]["policy"]
     assert policy["scale"] == "tiny"
     assert (

@@ -1,4 +1,4 @@
-"""PODSGRPOTrainer as a drop-in for TRL users (issue 12, item 1): epochs, TRL-style vs same-prompt GA,
+"""PODSGRPOTrainer as a drop-in for TRL users: epochs, TRL-style vs same-prompt GA,
 PODSConfig, and the model card.
 
 Each trainer here is built from a user's own ``GRPOConfig``/``PODSConfig`` (not from a pods config) on

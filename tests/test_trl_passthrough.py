@@ -1,4 +1,4 @@
-"""The config's ``trl:`` pass-through section (issue 12, item 2): any GRPOConfig field, except those the
+"""The config's ``trl:`` pass-through section: any GRPOConfig field, except those the
 package sets from its own options; TensorBoard logging end to end; the model card cites PODS."""
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def test_paper_scale_schedules_the_200_runs_of_the_paper(paper_dry_run):
     for rule in ("max_reward", "random", "percentile"):
         assert ("a", f"sel~{rule}_n~64_m~16") in arms
     assert ("a", "sel~max_variance_n~64_m~16_norm~before") in arms
-    # The released runs: Llama GRPO 16/16, MATH GRPO 8/8 (PAPER.md §3.3, v5 Table 2 swaps b/c).
+    # The released runs: Llama GRPO 16/16, MATH GRPO 8/8 (v5 Table 2 swaps b/c: docs/paper.md#hyperparameters).
     assert {("b", "sel~max_variance_n~16_m~16"), ("c", "sel~max_variance_n~8_m~8")} <= arms
     # (e)/(f): the authors' per-arm seeds.
     seeds = {(s, a): sorted(int(x.split("~")[1]) for s2, a2, x in runs if (s2, a2) == (s, a)) for s, a in arms}
@@ -211,7 +211,7 @@ def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(w
         assert str(cfg.out_dir) == str(summary.parent)
         assert f"seed~{cfg.seed}" == summary.parent.name
         assert run_name(cfg, base=bases[key]) == summary.parts[-3]
-        if scale == "tiny":  # issue 10: the tiny runs count steps; no wall-clock budget or time grid
+        if scale == "tiny":  # the tiny runs count steps (load-independent): no wall-clock budget or time grid
             assert cfg.budget.max_time_s is None, job["args"]
             assert cfg.eval.every_s is None, job["args"]
             # the scale's step budget, or the setting's own (scales.tiny.settings.<letter>.overrides)
@@ -230,7 +230,7 @@ def test_every_setting_has_one_main_comparison_in_the_sheet(sheet):
 
 
 # The tiny models each scale builds: the tiny scale trains (a), its sweeps and (e), and benchmarks Fig. 1,
-# on the warm-started model (issue 10); the smoke scale keeps the experiment YAMLs' cheaper models.
+# on the warm-started model; the smoke scale keeps the experiment YAMLs' cheaper models.
 SCALE_MODELS = {
     "tiny": (["llama-arith_hard", "llama-arith_mc", "llama-arith_warm_tt", "qwen2-arith"], "llama-arith_warm_tt"),
     "smoke": (["llama-arith", "llama-arith_hard", "llama-arith_mc", "qwen2-arith"], "llama-arith"),
@@ -354,7 +354,7 @@ def fake_finished_run(run_dir: Path, setting: str, n: int, m: int, seed: int) ->
 
 
 def test_collect_ignores_a_manual_run_under_the_results_root(tmp_path, workdir, dry_runs):
-    """Issue 12 item 5: `pods train experiments/tiny_a.yaml` writes results/runs/tiny_a/...; the
+    """`pods train experiments/tiny_a.yaml` writes results/runs/tiny_a/...; the
     workflow's tables hold only the runs of its sheet, whatever else lies under the root."""
     out = scale_dry_run(workdir, dry_runs, "smoke")
     command = shell_command(out, "pods.analysis collect")
@@ -465,7 +465,7 @@ def test_released_target_reproduces_table_3(workdir):
     table = pd.read_csv(workdir / target, dtype={"setting": str}).set_index("setting")
     assert table["speedup"].to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.7, "f": 1.7}
     # After this partial run (no training, no figure yet), the default report works: it holds what
-    # exists, the table with its caption (issue 12 item 6). One released figure later, that figure too.
+    # exists, the table with its caption. One released figure later, that figure too.
     res = snakemake(workdir, "--report", "partial.html", "--config", f"released_logs={RELEASED}")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     html = (workdir / "partial.html").read_text()
@@ -623,7 +623,7 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
 def test_fidelity_code_schedules_the_200_runs_as_the_authors_code_ran_them(workdir):
     """`--config scale=paper fidelity=code`: the same 200 runs, under results/paper-code/, each resolved by
-    pods.config.fidelity (issue 11) and named as the trainer names it at that fidelity."""
+    pods.config.fidelity and named as the trainer names it at that fidelity."""
     from pods.config import load_config, run_name
 
     res = snakemake(workdir, "-n", "-p", "--config", "scale=paper", "fidelity=code")
@@ -661,7 +661,7 @@ def parsed_train_jobs(out: str, root: str) -> list[tuple[str, dict, dict]]:
 
 
 def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
-    """The tiny scale (issue 10): (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm_tt (built
+    """The tiny scale: (a) with its sweeps/ablations and (e) train tiny:llama-arith_warm_tt (built
     by a job of the DAG), (a) 600 steps on 64 seeds per main arm and (e) 150 steps, both on 400-problem
     evaluations; (b)-(d), (f) keep their experiment YAML's model, (b)-(d) the scale's evaluation size,
     and (f) runs 100 steps on 3 seeds per arm with 400-problem evaluations."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14, first GPU command: the gpu-marked tests, the Fig. 1 asymmetry and update-memory benchmarks
+# First GPU command: the gpu-marked tests, the Fig. 1 asymmetry and update-memory benchmarks
 # on a project-built 85M-parameter model, and the seconds per step of the four tiny (a)/(e) arms, each
 # arm alone on the GPU. From the repository root, after `source benchmarks/gpu/setup.sh .whl`:
 #     bash benchmarks/gpu/checks.sh            (about 8 minutes on one H100)
@@ -34,7 +34,7 @@ pack
 stage "update memory, 85M, n=64 m=16"
 timeout 120 python3 -m pods bench memory --model $M85 --device cuda --dtype bfloat16 --n 64 --m 16 \
     --prompt-len 64 --completion-len 256 --out $R/memory_85m.csv 2>&1 | grep -v Loading
-TINY=${PODS_GPU_TINY_MODEL:-tiny:llama-arith_warm_tt}  # the tiny (a)/(e) model (carried; 2026-11-24 used tiny:llama-arith, 11-26 _warm)
+TINY=${PODS_GPU_TINY_MODEL:-tiny:llama-arith_warm_tt}  # the tiny (a)/(e) model (carried; earlier tables used tiny:llama-arith and _warm)
 stage "asymmetry, $TINY (the CPU table's lengths), float32"
 timeout 90 python3 -m pods bench asymmetry --model $TINY --device cuda --dtype float32 --repeats 3 \
     --rollouts 8 16 32 64 128 256 512 --prompt-len 64 --completion-len 128 --out $R/asymmetry_tiny.csv 2>&1 | grep -v Loading

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 14, second GPU command: the tiny (a) and (e) comparisons on the GPU, SEEDS per arm, with the
+# Second GPU command: the tiny (a) and (e) comparisons on the GPU, SEEDS per arm, with the
 # tiny scale's budgets and evaluations (config/config.yaml scales.tiny: (a) 600 steps, grid 25; (e) 150
 # steps, grid 10; 400-problem evaluations; float32; the model of config.yaml's tiny (a)/(e), the tag-token
-# tiny:llama-arith_warm_tt, or $PODS_GPU_TINY_MODEL: the 2026-11-24 table used tiny:llama-arith_warm), then the
+# tiny:llama-arith_warm_tt, or $PODS_GPU_TINY_MODEL: an earlier table used tiny:llama-arith_warm), then the
 # workflow's analysis (pods.analysis collect, time-to-peak with the released logs' s/step, levels,
 # plateau). All the runs share the GPU at once (16 CPU cores; each run is one process), so their
 # seconds per step are measured under that sharing: checks.sh measures each arm alone.

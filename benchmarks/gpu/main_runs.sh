@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 10, criterion 1 on a second machine with every core busy: the main job's tiny model builds and
-# training runs, on the GPU machine's CPU, all at once (one thread each, as the workflow runs them).
+# Do the tiny results stay the same bits on a second machine with every core busy? The main job's tiny model
+# builds and training runs, on the GPU machine's CPU, all at once (one thread each, as the workflow runs them).
 # The commands are the main job's own, as `snakemake -n -p --forceall` prints them here; make the list
 # with benchmarks/gpu/main_runs_list.py (longest first, from an earlier job's run times). The builds
 # write into a fresh cache (results/fresh_cache), so the runs start from the carried models

@@ -5,8 +5,10 @@ Reads the output of `snakemake -n -p --forceall` (its "Shell command:" lines) on
 run took in an earlier job (its summary.json's wall_s_last_session; runs it lacks come last), so that
 many processes at once finish close together:
 
-    .venv/bin/snakemake -n -p --forceall --config released_logs=../shared/reference/pods-released-results \\
-        | python benchmarks/gpu/main_runs_list.py --times-from ../s25_job > .xhost/cmds.txt
+    .venv/bin/snakemake -n -p --forceall --config released_logs=DIR \\
+        | python benchmarks/gpu/main_runs_list.py --times-from OLD_JOB > .xhost/cmds.txt
+
+DIR is a local copy of the authors' released results/ folder; OLD_JOB the clone of an earlier job.
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ def generate(
     out_R_T = model.generate(
         input_ids=input_ids_R_Tp,
         attention_mask=torch.ones_like(input_ids_R_Tp),
-        do_sample=True, temperature=0.9, top_k=0, top_p=1.0,  # the paper's sampling (PAPER.md §3.3)
+        do_sample=True, temperature=0.9, top_k=0, top_p=1.0,  # the paper's sampling (docs/paper.md#hyperparameters)
         max_new_tokens=completion_len,
         min_new_tokens=completion_len if fixed_length else 0,
         pad_token_id=pad_id, eos_token_id=eos_id,
@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         )
     # Warm-up generation at the smallest R and the full length: first-call allocations, lazy initialisation
     # and (CUDA) the clocks' ramp must not count for R = min. A 2-row, 4-token warm-up left the H200's R = 8
-    # call slower than its R = 32 call (10.1 s vs 7.1 s, 2026-11-26), which the cost-model fit read as a
+    # call slower than its R = 32 call (10.1 s vs 7.1 s), which the cost-model fit read as a
     # negative per-rollout cost.
     generate(
         model,

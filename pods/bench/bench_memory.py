@@ -8,7 +8,7 @@ One policy update = forward of the policy over the update rows, the GRPO/PODS lo
 (``pods.grpo.policy_loss``, sequence aggregation, on-policy so the ratio is 1), backward, gradient
 clipping and one AdamW step. Four arms, same model and the same (prompt + completion) length:
 
-- ``grpo_n``  GRPO with all n rollouts of the prompt in ONE backward (what PODS avoids; PAPER.md Fig. 2 row 2
+- ``grpo_n``  GRPO with all n rollouts of the prompt in ONE backward (what PODS avoids; arXiv 2504.13818 Fig. 2 row 2
   without accumulation);
 - ``grpo_ga`` GRPO-GA: the same n rollouts in n/m micro-batches of m, gradients accumulated, one step;
 - ``pods``    GRPO-PODS: n rewards, ``pods.selectors.select`` keeps m (max-variance), advantages on the
@@ -35,9 +35,9 @@ another's growth):
 - CUDA: ``torch.cuda.reset_peak_memory_stats`` then ``max_memory_allocated`` minus the allocated bytes
   before the update.
 
-Departures from the paper: the paper measures nothing of this kind explicitly; it states (Fig. 1,
-§4.1) that the update runs out of memory beyond 32 rollouts per GPU, which is the ``grpo_n`` row.
-The paper's single-GPU runs also quantise the base weights to 4 bit (PAPER.md §3.3), which we do not.
+Departures from the paper: the paper measures nothing of this kind explicitly; it states (Fig. 1)
+that the update runs out of memory beyond 32 rollouts per GPU, which is the ``grpo_n`` row. The
+authors' single-GPU runs also quantise the base weights to 4 bit (docs/paper.md#code-differences), which we do not.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from pods.selectors import select
 
 ARMS = ("grpo_n", "grpo_ga", "pods", "grpo_m")
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-# Discrete reward levels like the paper's correctness + format + tag rewards (PAPER.md §3.4).
+# Discrete reward levels like the paper's correctness + format + tag rewards (App. A.1).
 REWARD_LEVELS = torch.tensor([0.0, 0.5, 1.0, 2.0, 2.5, 3.0])
 _RESULT_TAG = "BENCH_RESULT "
 
@@ -71,7 +71,7 @@ _RESULT_TAG = "BENCH_RESULT "
 
 def load_model(spec: str, *, lora_rank: int = 0, dtype: str = "float32", device: str = "cpu", grad_ckpt: bool = False):
     """(model, tokenizer) through ``pods.models.load_policy``; LoRA (alpha = rank, all linear layers,
-    as in PAPER.md Table 2) when ``lora_rank > 0``, full-parameter training otherwise."""
+    as in the paper's Table 2) when ``lora_rank > 0``, full-parameter training otherwise."""
     from pods.models import load_policy
 
     lora = None

@@ -23,7 +23,7 @@ from pods.selectors import select
 
 
 def reference_max_variance(r_P_N: torch.Tensor, m: int) -> torch.Tensor:
-    """The authors' scheme (PAPER.md §1.4), vectorised over groups: O(m) work per candidate k."""
+    """The authors' scheme (docs/paper.md#code-differences), vectorised over groups: O(m) work per candidate k."""
     n = r_P_N.shape[-1]
     order = torch.sort(r_P_N, dim=-1, descending=True).indices
     best_idx, best_var = order[:, :m], r_P_N.gather(-1, order[:, :m]).var(-1)

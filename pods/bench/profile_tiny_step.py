@@ -1,4 +1,4 @@
-"""Where a tiny training step's time goes (issue 10 item 3): generation, reward scoring, the policy
+"""Where a tiny training step's time goes: generation, reward scoring, the policy
 update, TRL/HF bookkeeping, plus evaluation and start-up, for the arms of tiny setting (a).
 
     OMP_NUM_THREADS=1 python benchmarks/profile_tiny_step.py (= pods bench profile_tiny_step) [--steps 6] [--arms baseline pods]

@@ -27,12 +27,12 @@ Decisions the paper leaves to us (documented at the fields too):
 
 - ``rollout.m >= 2`` always: the advantage of a kept group of one is identically zero.
 - ``rollout.n == rollout.m`` (vanilla GRPO) accepts only ``rule`` ``max_variance`` (how the authors'
-  code runs GRPO, PAPER.md §8) or ``all``: every rule keeps all rollouts then, so another rule name
+  code runs GRPO, docs/paper.md#other-rules) or ``all``: every rule keeps all rollouts then, so another rule name
   would only give the same run a second name. ``rollout.normalize=before`` with ``n == m`` is rejected
   for the same reason (before and after are identical).
 - ``rollout.prompts_per_step`` counts prompt groups over *all* processes and must be divisible by
   ``hardware.num_processes``: each process holds whole prompt groups, so selection and advantages
-  stay per group without communication (PAPER.md §1.4: one prompt per GPU in settings (e)-(f)).
+  stay per group without communication (one prompt per GPU in settings (e)-(f): docs/paper.md#code-differences).
 - ``eval.every_steps``, when set, replaces the time grid ``eval.every_s``; ``budget.max_time_s`` and
   ``budget.max_steps`` may both be set (the run stops at whichever comes first), but not both null.
 
@@ -44,7 +44,7 @@ the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/li
 multi-GPU code decays over one epoch) and ``hardware.accelerate_config`` (the ``accelerate launch``
 file a run is meant for, cross-checked against ``hardware.num_processes``).
 
-Fidelity (issue 11, docs/fidelity.md): the top-level ``fidelity: paper | code`` is resolved by
+Fidelity (docs/fidelity.md): the top-level ``fidelity: paper | code`` is resolved by
 :func:`load_config` (:func:`resolve_fidelity`): with ``code`` the values of :mod:`pods.config.fidelity`'s table
 for the setting are applied after the YAML and before the command line's overrides, so the resolved
 config (and config.json) holds them. The switched options are fields of their own:

@@ -1,8 +1,8 @@
 """The ``fidelity`` switch: the paper's text (``paper``, default) or the authors' code (``code``).
 
 One table, :data:`DEPARTURES`, lists every known place where the paper's text and the authors' code
-(YixuanEvenXu/pods at 187f43b; ../shared/reference/fidelity-audit.md) disagree and the package can
-follow either. Each row names the config option that controls it and its value under each switch
+(YixuanEvenXu/pods at 187f43b; the paper side is summarised in docs/paper.md#code-differences) disagree
+and the package can follow either. Each row names the config option that controls it and its value under each switch
 value per setting letter. ``fidelity: code`` (top-level key, or the override ``fidelity=code``) is
 resolved at config load (:func:`pods.config.load_config`): the row values of the run's setting are
 applied as overrides after the YAML and before the command line's own overrides, so ``config.json``
@@ -40,7 +40,7 @@ PAPER_LETTERS = ("a", "b", "c", "d", "e", "f")
 SINGLE_GPU = ("a", "b", "c", "d")
 MULTI_GPU = ("e", "f")
 GSM8K_TRAIN_PROMPTS = 7473
-"""GSM8K train split size (PAPER.md §7), all under the 512-token prompt filter: the (e)/(f) epoch."""
+"""GSM8K train split size (docs/paper.md#datasets), all under the 512-token prompt filter: the (e)/(f) epoch."""
 
 
 class FidelityError(ValueError):
@@ -65,8 +65,6 @@ class Departure:
     """What the authors' code does (path:line in YixuanEvenXu/pods at 187f43b)."""
     effect: str
     """How it moves results."""
-    audit: str = ""
-    """Item number(s) of ../shared/reference/fidelity-audit.md."""
     trl: dict[str, Any] = field(default_factory=dict)
     """GRPOConfig field -> {value: expected field value} checks (tests), e.g. {"top_k": {50: 50}}."""
 
@@ -85,7 +83,6 @@ DEPARTURES: tuple[Departure, ...] = (
         'Table 1: "LoRA"',
         "`config/train.yaml:6` load_in_4bit: true (Unsloth, NF4)",
         "quantisation noise in policy and reference; different per-step time (s/step, time-to-peak)",
-        "5",
     ),
     Departure(
         "optimizer",
@@ -95,7 +92,6 @@ DEPARTURES: tuple[Departure, ...] = (
         'Table 2: "AdamW"',
         "`config/train.yaml:39` adamw_8bit",
         "minor (8-bit moments)",
-        "7",
         {"optim": {"adamw_torch": "adamw_torch", "adamw_8bit": "adamw_8bit"}},
     ),
     Departure(
@@ -106,7 +102,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "Table 2: 1.0",
         "`config/train.yaml:45` max_grad_norm: 0.1",
         "most LoRA steps are rescaled at 0.1: changes the relative weight of steps in Adam",
-        "7",
         {"max_grad_norm": {1.0: 1.0, 0.1: 0.1}},
     ),
     Departure(
@@ -117,7 +112,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "silent (TRL divides the logits by T)",
         "`trainer/maxvargrpo_trainer.py:361-378`: log-softmax of the raw logits",
         "gradient direction and KL of (b) use softmax(z) instead of softmax(z/0.9)",
-        "6",
     ),
     Departure(
         "training reward",
@@ -126,11 +120,10 @@ DEPARTURES: tuple[Departure, ...] = (
         {"a": "code_jun25", "b": "code_sep24", "c": "code_jun25", "d": "code_jun25"},
         "App. A.1: accuracy + format + 0.25/tag (max 3)",
         "`utils/data.py`: correctness + small shaping for incorrect GSM8K answers (June release 3fc107e; "
-        "the Llama runs: the 0.01-scale commit 0c453d2); correctness only for MATH (`MATH-NF`) and, "
-        "[GAP], chemistry",
+        "the Llama runs: the 0.01-scale commit 0c453d2); correctness only for MATH (`MATH-NF`); the "
+        "chemistry code is not released",
         "format terms dominate the within-group variance under the paper reward, so they decide what "
         "max-variance keeps; binary reward on MATH",
-        "2",
     ),
     Departure(
         "evaluation accuracy",
@@ -140,7 +133,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "App. A.1: the reward's accuracy (answer block)",
         "`utils/eval.py:13-16,52-54` ans_acc: whole text, answer block or last number matches",
         "absolute accuracies higher under code (last-number fallback); moves the 0.99 x peak crossing",
-        "3",
     ),
     Departure(
         "MATH training gold",
@@ -150,7 +142,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "silent",
         "`utils/data.py:147-153`: last `\\boxed{` up to the FIRST `}`",
         "answers with nested braces (`\\frac{a}{b}`) get an unmatchable gold: reward always 0",
-        "11",
     ),
     Departure(
         "vLLM importance-sampling correction",
@@ -161,7 +152,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "none (`maxvargrpo_trainer.py:580-588`); TRL 1.16 turns it on for vLLM",
         "same in both: an extra forward over all n rows (PODS 64 vs GRPO 16) and a per-sequence "
         "reweighting, which earlier package versions inherited from TRL",
-        "4",
         {"vllm_importance_sampling_correction": {False: False, True: True}},
     ),
     # ---------------------------------------------------------------- (e)-(f), 8 GPUs
@@ -173,7 +163,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "silent",
         "TRL 1bca495 `grpo_config.py:244-245` top_k 50, passed to generation and `my_evaluate`",
         "top-50 truncation at T 0.9 removes tail tokens; usually slightly higher sampled accuracy",
-        "9",
         {"top_k": {0: 0, 50: 50}},
     ),
     Departure(
@@ -181,10 +170,9 @@ DEPARTURES: tuple[Departure, ...] = (
         "optim.aggregation",
         _all("sequence", MULTI_GPU),
         _all("token_group", MULTI_GPU),
-        "§1.1: per-sequence mean",
+        "§3.1: per-sequence mean",
         "`open-r1 grpo_trainer.py:1271-1274` bnpo: token mean per micro-batch, one prompt group per micro-batch",
         "long and short completions weighted differently: length dynamics (Fig. 10)",
-        "10",
         {"loss_type": {"sequence": "grpo", "token": "bnpo", "token_group": "bnpo"}},
     ),
     Departure(
@@ -195,7 +183,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "Table 2: max sequence 2048 = 512 + 1536",
         "`config_pods.yaml:33` max_completion_length 1024",
         "HF generate runs to the longest completion: step time up to 1.5x; truncation",
-        "8",
         {"max_completion_length": {1536: 1536, 1024: 1024}},
     ),
     Departure(
@@ -206,7 +193,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "Table 2: 0.1",
         "`config_pods.yaml`: unset, HF default 0.0",
         "negligible in 40 min at 2e-5",
-        "24",
         {"weight_decay": {0.1: 0.1, 0.0: 0.0}},
     ),
 )
@@ -274,11 +260,11 @@ def _cell(values: dict[str, Any]) -> str:
 def render_table() -> str:
     head = (
         "| topic | option | paper says | authors' code | `fidelity=paper` | `fidelity=code` | how it moves results "
-        "| audit |\n|---|---|---|---|---|---|---|---|\n"
+        "|\n|---|---|---|---|---|---|---|\n"
     )
     lines = []
     for d in DEPARTURES:
-        cells = [d.topic, f"`{d.option}`", d.paper_text, d.code_text, _cell(d.paper), _cell(d.code), d.effect, d.audit]
+        cells = [d.topic, f"`{d.option}`", d.paper_text, d.code_text, _cell(d.paper), _cell(d.code), d.effect]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return head + "\n".join(lines) + "\n"
 
@@ -298,8 +284,8 @@ checks it is up to date. Edit the table in pods/config/fidelity.py, not here. --
 
 The package follows the paper's text by default (`fidelity: paper`). `fidelity: code` (a top-level key
 of the config, or the override `fidelity=code`) gives every known departure the value of the authors'
-code (YixuanEvenXu/pods at 187f43b; the audit with file:line on both sides is
-`../shared/reference/fidelity-audit.md`, the spec `../shared/PAPER.md` §1.4, §3.3-3.5, §8). It is
+code (YixuanEvenXu/pods at 187f43b; the table gives the code's file:line, and
+[docs/paper.md](paper.md#code-differences) the paper's side with its section numbers). It is
 resolved when the config is loaded: the values below are applied after the experiment YAML and before
 the command line's other overrides, so `config.json` shows them and any single option can still be
 set on top. Each is also an option of its own.
@@ -344,18 +330,18 @@ while GRPO's stayed at 9.3-14.8 s; the PODS/GRPO update-time ratio fell from 1.6
 ## Known departures that no switch changes
 
 - Grader: the code_* rewards and `eval.metric=code` use the package's normaliser (plus math-verify on
-  the answer block) in place of the authors' TURN `grade_answer` (audit 2, 3): a superset of what
+  the answer block) in place of the authors' TURN `grade_answer`: a superset of what
   TURN accepts.
 - (a)-(d) evaluation model: the authors merged each LoRA checkpoint in fp16, reloaded it in 4-bit and
-  sampled with vLLM; the package evaluates the training policy as it is (audit 3).
+  sampled with vLLM; the package evaluates the training policy as it is.
 - Wall clock: the package sums step durations (no set-up, evaluation, logging, checkpoints); the
-  authors' (e)/(f) clock starts at trainer construction (audit 25).
+  authors' (e)/(f) clock starts at trainer construction.
 - Ties in max-variance selection go to another of several equal-reward rollouts (same kept reward
-  multiset, audit 13); prompts over 512 tokens are dropped rather than left-truncated (audit 29);
-  vLLM weight sync and reward cost differ in size (audit 12, 30); seeds cannot reproduce the authors'
-  RNG streams (audit 23).
+  multiset); prompts over 512 tokens are dropped rather than left-truncated;
+  vLLM weight sync and reward cost differ in size; seeds cannot reproduce the authors'
+  RNG streams.
 
-## The released (e)/(f) step counter (audit item 26)
+## The released (e)/(f) step counter
 
 The paper's s/step bars for (e)/(f) are 1800 s / (wandb `_step` / GA) (`scripts/plot-h100s.py`). In the
 released `h100s-acc.csv` the `_step` increments between two evaluations come only in multiples of

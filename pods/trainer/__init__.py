@@ -10,7 +10,7 @@ from ``pods.trainer``. Runs are driven by :func:`pods.run.train`
 (``python -m pods train experiments/tiny_a.yaml budget.max_steps=20``); evaluation during training
 gets its generator, weights synced, from :meth:`PODSGRPOTrainer.eval_generator`.
 
-How GRPO-PODS differs from vanilla GRPO (PAPER.md §3.2, Algorithm 1); lines tagged ``# PODS:``:
+How GRPO-PODS differs from vanilla GRPO (arXiv 2504.13818 §3.2, Algorithm 1); lines tagged ``# PODS:``:
 
 1. Each prompt gets n rollouts (``rollout.n``); after the rewards are computed and gathered across
    processes, :func:`pods.selectors.select` keeps m of each group of n (``rollout.m``,
@@ -42,7 +42,7 @@ generation batch into ``steps_per_generation`` micro-batches *after* scoring. We
 generated rows into P x m x GA kept rows, which TRL splits into GA micro-batches of P x m. (Setting
 the batch to P x m instead makes TRL split the kept rows into n/m micro-steps.)
 
-GRPO-GA (settings (e)-(f), PAPER.md §1.4): ``optim.grad_accum = GA`` generates GA groups of n for the
+GRPO-GA (settings (e)-(f), docs/paper.md#code-differences): ``optim.grad_accum = GA`` generates GA groups of n for the
 *same* prompt in one generation round (our sampler repeats each prompt n x GA times, as the authors'
 ``RepeatSampler(mini_repeat_count = n x GA)`` did), normalises each group of n separately (GRPO-GA:
 16 groups of 32 with n = m = 32; PODS: 4 groups of 128, 32 kept from each), and accumulates the GA
@@ -79,7 +79,7 @@ Departures from the paper / official code, and choices where the sources are sil
   the per-micro-batch token normalisation; the authors' code kept one group per micro-batch. The
   sequence aggregation (the paper's formula) is unaffected.
 - TRL 1.16's default ``use_bias_correction_kl=True`` (KL term times the importance ratio) is turned
-  off: the authors' loss adds the plain k3 estimator, ``beta * KL_k3`` (PAPER.md §1.4);
+  off: the authors' loss adds the plain k3 estimator, ``beta * KL_k3`` (docs/paper.md#grpo);
   tests/test_trl_hook.py found the difference.
 - The authors' (e)-(f) LR schedule spans one data epoch (``num_train_epochs: 1``); a non-constant
   schedule here spans ``optim.scheduler_steps``, else ``budget.max_steps``, else one epoch of the

@@ -70,7 +70,7 @@ def build_grpo_config(
         epsilon_high=op.epsilon_high,
         scale_rewards="group",
         # TRL 1.16 multiplies the KL term by the importance ratio by default (DeepSeek-V3.2), which changes
-        # the KL gradient even on-policy; the paper's code adds plain beta * k3 (PAPER.md §1.4).
+        # the KL gradient even on-policy; the paper's code adds plain beta * k3 (docs/paper.md#grpo).
         use_bias_correction_kl=False,
         mask_truncated_completions=False,  # truncated completions are scored like any other (paper)
         # optimiser
