@@ -27,7 +27,8 @@ Exit codes: 0 ok, 2 missing, empty or unusable input or option (one line that na
 What is refused rather than averaged: a curves table that holds one evaluation twice (a run collected twice),
 and the seeds of one arm evaluated at different grid points, whether one was trained longer (pass --until-step N
 to read every seed up to a common budget) or one lacks an evaluation the others have (restore it, or leave that
-seed out and collect again: no seed is dropped in silence).
+seed out and collect again: no seed is dropped in silence). `released` checks the logs folder against the
+package's SHA-256 manifest first, as the workflow does (--no-verify skips that, with a warning).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from pods import registry
+from pods.analysis import released_logs
 from pods.analysis.ablations import ablation_table, write_ablation_table
 from pods.analysis.collect import _collect
 from pods.analysis.gradsignal import signal_table, write_signal_table
@@ -159,6 +162,23 @@ def _read_until(args: argparse.Namespace) -> pd.DataFrame:
     return curves
 
 
+def _verify_released(logs: str, manifest: str) -> None:
+    """AnalysisInputError unless `logs` holds exactly the released files (pods.analysis.released_logs.verify,
+    as the workflow checks it before this command reads it)."""
+    try:
+        released_logs.verify(logs, manifest)
+    except released_logs.ReleasedLogsError as err:
+        text = str(err)
+        # a problem of the folder (not of the manifest): its fix is another --logs, not the workflow's config
+        if text.startswith(("released logs folder", f"{Path(logs)} is not the authors'")):
+            text = re.split(r"\. Fix: |: use --config", text)[0] + (
+                f". Fix: pass --logs an unmodified copy of the authors' results/ folder ({released_logs.REPOSITORY} "
+                f"at commit {released_logs.COMMIT[:7]}; `python -m pods.analysis.released_logs download --dest DIR` "
+                "fetches one), or --no-verify to read this folder anyway"
+            )
+        raise AnalysisInputError(text) from None
+
+
 def _check_out_dir(path: str) -> None:
     """AnalysisInputError unless `path` is a folder or can be made one (before any computation)."""
     out = Path(path)
@@ -257,6 +277,16 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
     p.add_argument("--out-dir", required=True, help="where curves.csv, steps.csv and time_to_peak.* are written")
     p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
+    p.add_argument(
+        "--manifest",
+        default=str(released_logs.MANIFEST),
+        help="SHA-256 manifest the folder is checked against before it is read (default: the package's)",
+    )
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="read the folder without checking it against the manifest (the tables are then not the release's)",
+    )
     p = sub.add_parser("collect", allow_abbrev=False, help="curves.csv and steps.csv from our run directories")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--runs", help="every run directory under this folder")
@@ -396,6 +426,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
         _check_out_dir(args.out_dir)
         out = Path(args.out_dir)
         if args.cmd == "released":
+            if args.no_verify:
+                print(
+                    f"warning: --no-verify: {args.logs} is read without checking it against {args.manifest}; the "
+                    "tables are not the release's unless it is an unmodified copy of the authors' results/ folder",
+                    file=sys.stderr,
+                )
+            else:
+                _verify_released(args.logs, args.manifest)
             curves, steps = read_released(args.logs, args.sheet)
             check_grids(curves, args.logs)
             comparisons = released_comparisons(args.sheet)
