@@ -117,7 +117,7 @@ def test_collect_refuses_one_run_copied_under_another_folder_name(tmp_path, caps
     assert rc == 2
     line = _one_line_error(err)
     _contains(line, str(run), str(copy))
-    _contains(line, "the same run twice", "'seed': 0")
+    _contains(line, "one run twice", "'seed': 0")
     assert "Fix:" in line
     assert not (tmp_path / "t" / "curves.csv").exists()
 

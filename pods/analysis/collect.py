@@ -214,10 +214,10 @@ def _collect(
 
 
 def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
-    """AnalysisInputError if two run directories are the same run: the same setting letter, arm configuration
-    and seed, whatever their folders are called (one run copied under another name, or a setting name mapped
-    to a letter twice). The statistics select an arm's runs by exactly these (tidy.RUN_KEY), so their curves
-    would be averaged as if they were two seeds."""
+    """AnalysisInputError if two run directories have the same setting letter, arm configuration and seed,
+    whatever their folders are called (one run copied under another name, a setting name mapped to a letter
+    twice, or runs that differ only in what curves.csv does not record). The statistics select an arm's runs
+    by exactly these (tidy.RUN_KEY), so their curves would be averaged as if they were two seeds."""
     seen: dict[tuple, str | None] = {}
     key_cols = ("setting", "n", "m", "rule", "normalize", "grad_accum", "seed")
     for row in step_rows:
@@ -225,9 +225,10 @@ def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
         if key in seen:
             raise AnalysisInputError(
                 f"{seen[key]} and {row.get('source')} are the same arm and seed "
-                f"({dict(zip(key_cols, key, strict=True))}): the same run twice; collecting both would average its "
-                "curves as if they were two seeds. Fix: keep one of them (pass --run-dirs without the other, or move "
-                "it out of the runs folder)"
+                f"({dict(zip(key_cols, key, strict=True))}): the tables cannot tell them apart (one run twice, or two "
+                "runs that differ only in a setting they do not record, such as the learning rate) and would average "
+                "them as if they were two seeds. Fix: keep one of them (pass --run-dirs without the other, or move it "
+                "out of the runs folder), or collect each into its own table"
             )
         seen[key] = row.get("source")
 
