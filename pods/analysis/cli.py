@@ -294,6 +294,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True, help="where curves.csv and steps.csv are written")
     p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
     p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
+    sub.add_parser("results", add_help=False, help="docs/results.md and the README's headline table from the records")
+    sub.add_parser("job-time", add_help=False, help="a finished job's per-job seconds, replayed on more cores")
     p = sub.add_parser("time-to-peak", allow_abbrev=False, help="Table 3 with bootstrap CIs from a curves.csv")
     p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
     p.add_argument("--out-dir", required=True, help="where time_to_peak.* is written")
@@ -418,6 +420,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis") -> int:
     """Entry point; ``prog`` is the program name shown in usage/help (``pods`` passes "pods")."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["results"]:  # its own parser: the page and README block from the committed records
+        from pods.analysis import results
+
+        return results.main(argv[1:], prog=f"{prog} results")
+    if argv[:1] == ["job-time"]:
+        from pods.analysis import jobtime
+
+        return jobtime.main(argv[1:], prog=f"{prog} job-time")
     parser = _parser(prog)
     args = parser.parse_args(argv)
     if getattr(args, "levels", None) and (args.metric is None or args.metric in FRACTION_METRICS):
