@@ -825,6 +825,18 @@ def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_lat
     r, f = rows["rising"], rows["flat"]
     assert r["late_gain_baseline"] == pytest.approx(0.94 - 0.79)
     assert 0 < r["late_gain_baseline_ci_low"] <= r["late_gain_baseline_ci_high"]
+    # the interval is the jackknife t: the gain of each leave-one-seed-out mean curve (the last evaluation minus
+    # the best of the four before), their standard error, t_2 at 0.975 = 4.302653 (a printed table's value);
+    # the percentile bootstrap gave [+0.13, +0.17] here, which 3 seeds cannot support
+    loo_S_T = (np.sum(rising, axis=0) - np.array(rising)) / 2
+    gain_S = loo_S_T[:, 4] - loo_S_T[:, :4].max(axis=1)
+    se = math.sqrt(2 / 3 * np.sum((gain_S - gain_S.mean()) ** 2))
+    assert (r["late_gain_baseline_ci_low"], r["late_gain_baseline_ci_high"]) == pytest.approx(
+        (0.15 - 4.302653 * se, 0.15 + 4.302653 * se), abs=1e-6
+    )
+    assert (r["late_gain_baseline_ci_low"], r["late_gain_baseline_ci_high"]) == pytest.approx(
+        (0.1003, 0.1997), abs=1e-4
+    )
     assert f["late_gain_baseline"] == pytest.approx(0.81 - 0.80)
     assert f["late_gain_baseline_ci_low"] < 0 < f["late_gain_baseline_ci_high"]
     write_table(speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising, steps) + pods), [comp]), tmp_path / "t")
@@ -863,11 +875,19 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
     mean_H = rising.mean(axis=0)[5:]
     x_H = np.array(steps[5:]) - np.mean(steps[5:])
     assert r["trend_baseline"] == pytest.approx(float(mean_H @ x_H / (x_H @ x_H)) * 40)
-    assert 0.06 < r["trend_baseline_ci_low"] <= r["trend_baseline"] <= r["trend_baseline_ci_high"] < 0.10
+    # the interval: Student t over the 4 seeds' own rises (t_3 at 0.975 = 3.182446, a printed table's value);
+    # the percentile bootstrap of the same rises gave [+0.068, +0.096], too narrow at 4 seeds
+    rise_S = (rising[:, 5:] - rising[:, 5:].mean(axis=1, keepdims=True)) @ x_H / (x_H @ x_H) * 40
+    half = 3.182446 * rise_S.std(ddof=1) / 2
+    assert r["trend_baseline"] == pytest.approx(rise_S.mean())
+    assert (r["trend_baseline_ci_low"], r["trend_baseline_ci_high"]) == pytest.approx(
+        (rise_S.mean() - half, rise_S.mean() + half), abs=1e-6
+    )
+    assert 0.05 < r["trend_baseline_ci_low"] < r["trend_baseline_ci_high"] < 0.12  # [+0.055, +0.111]
     assert f["trend_baseline_ci_low"] < 0 < f["trend_baseline_ci_high"]
     assert f["late_gain_baseline_ci_low"] < 0 < f["late_gain_baseline_ci_high"]
     write_table(pd.DataFrame([r]), tmp_path / "t")
-    assert "2nd-half trend +8.3 [+6." in (tmp_path / "t.md").read_text()
+    assert "2nd-half trend +8.3 [+5.5, +11.1] pts" in (tmp_path / "t.md").read_text()
     # a plateau row shows its trend too, without a late gain; one seed: no interval; fewer than three
     # evaluations in the second half: no trend
     from pods.analysis.plateau import baseline_trend
@@ -881,6 +901,49 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
     assert math.isnan(one["trend_baseline_ci_low"])
     short = baseline_trend(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, [[0.5, 0.6, 0.7, 0.8]] * 2, [[1, 2, 3, 4]] * 2)))
     assert math.isnan(short["trend_baseline"])
+
+
+def test_plateau_table_prints_the_t_intervals_and_keeps_the_trend_s_interval_when_a_seed_misses_an_evaluation(
+    tmp_path,
+):
+    """`plateau` prints the late gain's jackknife t-interval and the trend's Student t-interval (pods.analysis.
+    intervals), not a percentile bootstrap; where a seed misses an evaluation of the second half, the trend's
+    interval is the jackknife t of the mean curve's rise, which on complete seeds is the Student t exactly."""
+    from pods.analysis import intervals
+    from pods.analysis.plateau import _trend_jackknife, plateau_table, write_plateau_table
+
+    steps = list(range(10, 110, 10))
+    values = np.round(0.70 + 0.002 * np.array(steps) + np.random.default_rng(1).normal(0, 0.01, (3, 10)), 3)
+    rows = [dict(r, primary_dataset="gsm8k") for r in _tidy_arm("a", "grpo", 4, 4, values.tolist(), [steps] * 3)]
+    row = plateau_table(pd.DataFrame(rows)).iloc[0]
+    pos = np.array(steps, float)
+    trend = intervals.trend_interval(values, pos, 0.5)
+    gain = intervals.late_gain_interval(values, pos, 0.8)
+    assert (row["trend"], row["trend_ci_low"], row["trend_ci_high"]) == pytest.approx(
+        (trend["point"], trend["low"], trend["high"])
+    )
+    assert (row["late_gain"], row["late_gain_ci_low"], row["late_gain_ci_high"]) == pytest.approx(
+        (gain["point"], gain["low"], gain["high"])
+    )
+    # by hand: t_2 at 0.975 = 4.302653 times the seeds' rises' standard error
+    x_H = pos[5:] - pos[5:].mean()
+    rise_S = (values[:, 5:] - values[:, 5:].mean(axis=1, keepdims=True)) @ x_H / (x_H @ x_H) * 40
+    assert row["trend_ci_high"] - row["trend"] == pytest.approx(4.302653 * rise_S.std(ddof=1) / math.sqrt(3))
+    md = write_plateau_table(pd.DataFrame([row]), tmp_path / "p")[1].read_text()
+    cell = f"{100 * trend['point']:+.1f} [{100 * trend['low']:+.1f}, {100 * trend['high']:+.1f}] pts |"
+    assert cell in md
+    assert "95% Student t-interval" in md
+    assert "95% jackknife t-interval" in md
+    # the jackknife fallback is the Student t on complete seeds ...
+    half = pos > 0.5 * pos.max()
+    assert _trend_jackknife(values, pos, half, 0.95) == pytest.approx((trend["low"], trend["high"]))
+    # ... and gives an interval where seed 2 misses step 80 (the point: the rise of the mean curve of the seeds
+    # that have each evaluation)
+    holed = [r for r in rows if not (r["seed"] == 2 and r["step"] == 80)]
+    missing = plateau_table(pd.DataFrame(holed)).iloc[0]
+    mean_T = np.array([values[:, k].mean() if k != 7 else values[:2, 7].mean() for k in range(10)])
+    assert missing["trend"] == pytest.approx(float((mean_T[5:] - mean_T[5:].mean()) @ x_H / (x_H @ x_H) * 40))
+    assert missing["trend_ci_low"] < missing["trend"] < missing["trend_ci_high"]
 
 
 def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_the_cost_model():
