@@ -90,6 +90,31 @@ def test_window_means_differences_and_readings_on_a_hand_made_fixture():
     assert row[("normalisation", 64, 16, "max_variance", "before")].reading == "level"
 
 
+def test_the_difference_s_interval_is_welch_s_t_on_per_seed_window_means(tmp_path):
+    """m = 4 against the reference, per seed over the window: 0.698 / 0.700 / 0.702 against 0.838 / 0.840 / 0.842.
+    Equal spreads and seeds: Welch-Satterthwaite gives 4 degrees of freedom, t_4 at 0.975 = 2.776445 (a printed
+    table's value), SE = sqrt(2 x 0.002^2 / 3). The arm's mean: t_2 at 0.975 = 4.302653 times 0.002 / sqrt(3).
+    The percentile bootstrap of the same means gave [-14.27, -13.73] and [69.8, 70.2] points."""
+    table = ablation_table(_curves())
+    m4 = table[(table["group"] == "m sweep") & (table["m"] == 4)].iloc[0]
+    half = 2.776445 * math.sqrt(2 * 0.002**2 / 3)
+    assert (m4["diff_low"], m4["diff_high"]) == pytest.approx((-0.14 - half, -0.14 + half), abs=1e-6)
+    half_mean = 4.302653 * 0.002 / math.sqrt(3)
+    assert (m4["ci_low"], m4["ci_high"]) == pytest.approx((0.70 - half_mean, 0.70 + half_mean), abs=1e-6)
+    md = write_ablation_table(table, tmp_path / "ablations")[1].read_text()
+    assert "| m sweep | pods 64/4 | 3, 80.0, 70.0 [69.5, 70.5]; -14.0 [-14.5, -13.5] |" in md
+    assert "95% Welch t-interval" in md
+    # unequal spreads: n = 128's seeds 0.79 / 0.84 / 0.89 (sd 0.05) against the reference's sd 0.002, about 2
+    # degrees of freedom, Welch's SE from each arm's own variance: wider than t_4 x the pooled SE would be
+    n128 = table[(table["group"] == "n sweep") & (table["n"] == 128)].iloc[0]
+    va, vb = 0.05**2 / 3, 0.002**2 / 3
+    df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)
+    assert 2.0 < df < 2.02  # t quantile between t_2's 4.302653 and t_3's 3.182446, close to t_2's
+    width = n128["diff_high"] - n128["diff_low"]
+    assert 2 * 4.2 * math.sqrt(va + vb) < width < 2 * 4.302653 * math.sqrt(va + vb)
+    assert n128["reading"] == "level"
+
+
 def test_released_logs_are_read_per_hour_and_per_step_and_set_beside_ours(tmp_path):
     # Released-like arms: 0.5 h grid; n = 256 takes 4x the steps' time, so its span in steps is the shortest.
     rel = []
@@ -172,8 +197,8 @@ def test_an_arm_without_an_evaluation_in_the_window_is_reported_empty_not_a_cras
 
 
 def test_an_arm_s_intervals_do_not_depend_on_which_other_arms_the_table_holds():
-    """Each arm is resampled by its own generator (pods.analysis.tidy.arm_rng): dropping the n = 128 arm, which is drawn
-    before the m sweep and the rule and normalisation arms, leaves their intervals as they were."""
+    """Each arm's intervals read its own seeds and the reference's alone: dropping the n = 128 arm, listed before
+    the m sweep and the rule and normalisation arms, leaves their intervals as they were."""
     curves = _curves()
     cols = ["ci_low", "ci_high", "diff_low", "diff_high"]
     keys = ["group", "n", "m", "rule", "normalize"]
