@@ -99,8 +99,10 @@ rule levels:
 
 rule seeds:
     # How wide would (a)'s and (e)'s steps-to-peak intervals be with N seeds per arm (the tiny scale aims at
-    # 1.0 or less)? A trend + noise model fitted to the runs (pods/analysis/power.py); optimistic, so a width it
-    # cannot reach is out of reach. Settings with one seed per arm are skipped.
+    # 1.0 or less)? The time-to-peak table's interval over experiments simulated from a trend + noise model
+    # fitted to the runs (pods/analysis/power.py); optimistic, so a width it cannot reach is out of reach.
+    # Settings with one seed per arm are skipped. 200 experiments per N: each is a bootstrap of its own, and
+    # 200 fix the median width to about 0.1.
     input:
         curves=f"{ROOT}/tables/curves.csv",
     output:
@@ -113,7 +115,7 @@ rule seeds:
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
-        "python -m pods.analysis seeds --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods.analysis seeds --curves {input.curves} --out-dir {params.out_dir} --sims 200 > {log} 2>&1"
 
 
 rule ablations:

@@ -1,24 +1,30 @@
 """How many seeds would a steps-to-peak interval of a given width take? A projection from measured runs.
 
-Issue 10 asks for (a)'s and (e)'s steps-to-peak intervals (speed-up (i), pods.analysis.speedups) to be at most 1.0 wide.
-Resampling the measured seeds cannot say what more seeds would give: a resample of N > S seeds drawn from S
-keeps the S-seed mean curve's wiggles, so near-ties at the target never average out. This module fits a
-model to each arm instead and simulates experiments of N seeds from it:
+Speed-up (i) of the time-to-peak table (steps to 0.99 x the baseline's peak, pods.analysis.speedups) has a
+wide interval at the tiny scale's seeds; how many seeds per arm would make it at most 1.0 wide? Resampling
+the measured seeds cannot say what more seeds would give: a resample of N > S seeds drawn from S keeps the
+S-seed mean curve's wiggles, so near-ties at the target never average out. This module fits a model to
+each arm instead and simulates experiments of N seeds from it, each seed
 
-    mean curve over N seeds = trend + (one shared offset, sd sigma_seed / sqrt(N))
-                                    + (independent noise at each evaluation, sd sigma_eval / sqrt(N))
+    curve = trend + (its own offset, sd sigma_seed) + (independent noise at each evaluation, sd sigma_eval)
 
 - trend: a quadratic in log(step) fitted to the arm's measured mean curve (evaluations after step 0);
 - sigma_seed: the spread of the seeds' mean residuals (a seed that is better throughout), and sigma_eval: the
   residual spread left at each evaluation (test-set sampling and the policy's step-to-step jitter);
-- each simulated experiment then computes (i) exactly as pods.analysis.speedups does: the target is ``threshold`` x the
-  baseline mean curve's peak, each arm's step is the first evaluation reaching it, (i) is their ratio.
+- each simulated experiment then gets the interval the time-to-peak table prints for (i): the expanded
+  percentile bootstrap over seeds, each arm's seeds resampled on their own (pods.analysis.intervals.
+  ratio_interval; a resample in which PODS never reaches the target counts as speed-up 0), and none below
+  MIN_SEEDS_SPEEDUP seeds per arm, where no interval held 95% in simulation (those rows read n/a, with why).
 
-The 2.5-97.5% range of (i) over the simulated experiments is the projected 95% interval for N seeds. It is
-an optimistic projection: the smooth trend removes any real wiggle of the mean curves, so at the measured
-number of seeds it comes out narrower than the measured bootstrap interval (both are in the table, side by
+Per N the table gives the median over the simulated experiments of the point, of each end and of the width
+of that interval, the share of experiments whose point is "never" and whose lower end is 0. It is an
+optimistic projection: the smooth trend removes any real wiggle of the mean curves, so at the measured
+number of seeds it tends to come out narrower than the measured interval (both are in the table, side by
 side, with ``misfit``: the RMS distance of the measured mean curve from its trend in units of the noise the
 model expects there; about 1 when the trend fits). A width the model cannot reach is therefore out of reach.
+Each experiment resamples its seeds n_boot times, so the work grows as sims x n_boot x N: 200 experiments
+per N (`seed_projection`'s default) put the median width within about 0.1 of 2000's at 8 seeds per arm and
+0.01 from 32 on, in about a minute for two settings at 8-256 seeds; 2000 take ten times as long.
 
 Run:  python -m pods.analysis seeds --curves results/tables/curves.csv --out-dir results/tables --setting a e
 """
@@ -32,8 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.analysis.curves import _arm, _first_reach
-from pods.analysis.speedups import _arm_runs, bootstrap_speedup, default_comparisons
+from pods.analysis import intervals
+from pods.analysis.curves import _arm
+from pods.analysis.speedups import _arm_runs, default_comparisons
 from pods.analysis.tidy import AnalysisInputError
 
 DEFAULT_SEEDS = (8, 16, 32, 64, 128, 256)
@@ -79,19 +86,41 @@ def _fit_arm(values_S_T: np.ndarray, x_T: np.ndarray) -> dict:
     return {"trend": trend_T, "sigma_seed": sigma_seed, "sigma_eval": sigma_eval, "misfit": misfit}
 
 
-def _simulate(base: dict, pods: dict, steps_T: np.ndarray, n: int, threshold: float, sims: int, rng) -> np.ndarray:
-    """(i) in each of ``sims`` simulated experiments of ``n`` seeds per arm; NaN where PODS never reached."""
+_CHUNK = 4_000_000  # seed draws per ratio_interval call (experiments x n_boot x N): bounds its memory
 
-    def curves(fit: dict) -> np.ndarray:
-        shared = rng.normal(0.0, fit["sigma_seed"] / math.sqrt(n), (sims, 1))
-        noise = rng.normal(0.0, fit["sigma_eval"] / math.sqrt(n), (sims, len(steps_T)))
-        return fit["trend"][None] + shared + noise
 
-    base_B_T, pods_B_T = curves(base), curves(pods)
-    target_B = threshold * np.nanmax(base_B_T, axis=1)  # as pods.analysis.speedups._speedups, on the step grid
-    steps_base_B, steps_pods_B = _first_reach(steps_T, base_B_T, target_B), _first_reach(steps_T, pods_B_T, target_B)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(np.isfinite(steps_pods_B), steps_base_B / steps_pods_B, np.nan)
+def _simulate(
+    base: dict, pods: dict, steps_T: np.ndarray, n: int, threshold: float, sims: int, n_boot: int, rng
+) -> dict:
+    """The time-to-peak table's interval of (i) in each of ``sims`` simulated experiments of ``n`` seeds per arm:
+    {point, low, high} arrays over the experiments (point 0: PODS never reached the target; NaN ends below
+    MIN_SEEDS_SPEEDUP seeds) and the note of why there is no interval ("" where there is one)."""
+    out: dict[str, list] = {"point": [], "low": [], "high": []}
+    note = ""
+    per_call = max(1, _CHUNK // (n_boot * n))
+
+    def seeds(fit: dict, e: int) -> np.ndarray:
+        offset = rng.normal(0.0, fit["sigma_seed"], (e, n, 1))
+        return fit["trend"][None, None] + offset + rng.normal(0.0, fit["sigma_eval"], (e, n, len(steps_T)))
+
+    for done in range(0, sims, per_call):
+        e = min(per_call, sims - done)
+        base_E_S_T, pods_E_S_T = seeds(base, e), seeds(pods, e)
+        res = intervals.ratio_interval(base_E_S_T, pods_E_S_T, steps_T, threshold=threshold, rng=rng, n_boot=n_boot)
+        for key in out:
+            out[key].append(np.atleast_1d(res[key]))
+        note = res["note"]
+    return {key: np.concatenate(vals) for key, vals in out.items()} | {"note": note}
+
+
+def _measured(base, pods, threshold: float, n_boot: int, seed: int) -> dict:
+    """The interval of (i) on the measured seeds, as the time-to-peak table computes it (each resample's
+    position of an evaluation: the mean step of its seeds there)."""
+    res = intervals.ratio_interval(
+        base.values_S_T, pods.values_S_T, base.steps_S_T, pods_steps_T=pods.steps_S_T, threshold=threshold,
+        rng=np.random.default_rng(seed), n_boot=n_boot,
+    )  # fmt: skip
+    return {"measured_ci_low": res["low"], "measured_ci_high": res["high"], "measured_note": res["note"]}
 
 
 def seed_projection(
@@ -99,14 +128,17 @@ def seed_projection(
     settings: Sequence[str] | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
     threshold: float = 0.99,
-    sims: int = 2000,
+    sims: int = 200,
     seed: int = 0,
     metric: str | None = None,
     n_boot: int = 2000,
 ) -> pd.DataFrame:
-    """One row per setting and number of seeds N: the projected 95% range of (i), its width and the share of
-    experiments in which PODS never reached the target; with the fitted noise, the misfit, and the measured
-    bootstrap interval of the same setting (at its own number of seeds) beside them.
+    """One row per setting and number of seeds N: over ``sims`` simulated experiments of N seeds per arm, the
+    median point of (i), the median ends and width of its interval (the expanded percentile bootstrap of the
+    time-to-peak table, ``n_boot`` resamples), the share of experiments in which PODS never reached the target
+    and the share whose interval starts at 0; with the fitted noise, the misfit, and the same interval on the
+    measured seeds beside them. Below MIN_SEEDS_SPEEDUP seeds per arm (simulated or measured) there is no
+    interval: NaN ends and a ``note`` (``measured_note``) that says why.
 
     ``settings`` None: every setting that can be projected (both arms with at least 2 seeds and 4 evaluations
     after step 0 on one grid, with optimizer steps); the others are skipped. Named settings that cannot be
@@ -125,25 +157,24 @@ def seed_projection(
             continue
         x_T = np.log(steps_T)
         fb, fp = _fit_arm(base.values_S_T, x_T), _fit_arm(pods.values_S_T, x_T)
-        boot = bootstrap_speedup(base_runs, pods_runs, threshold, n_boot, seed)
-        measured = (len(base.seeds), len(pods.seeds))
+        measured = _measured(base, pods, threshold, n_boot, seed)
         rng = np.random.default_rng(seed)
         for n in seeds:
-            ratio = _simulate(fb, fp, steps_T, int(n), threshold, sims, rng)
-            done = ratio[np.isfinite(ratio)]
-            lo, med, hi = np.quantile(done, [0.025, 0.5, 0.975]) if done.size else (math.nan,) * 3
+            sim = _simulate(fb, fp, steps_T, int(n), threshold, sims, n_boot, rng)
+            width = sim["high"] - sim["low"]
             rows.append(
                 {
                     "setting": c.setting,
                     "seeds_per_arm": int(n),
-                    "median": float(med),
-                    "ci_low": float(lo),
-                    "ci_high": float(hi),
-                    "width": float(hi - lo),
-                    "p_pods_never": float(np.mean(~np.isfinite(ratio))),
-                    "measured_seeds": f"{measured[0]} + {measured[1]}",
-                    "measured_ci_low": boot["speedup_steps_ci_low"],
-                    "measured_ci_high": boot["speedup_steps_ci_high"],
+                    "median": float(np.median(sim["point"])),
+                    "ci_low": float(np.median(sim["low"])),
+                    "ci_high": float(np.median(sim["high"])),
+                    "width": float(np.median(width)),
+                    "p_pods_never": float(np.mean(sim["point"] == 0)),
+                    "p_low_zero": float(np.mean(sim["low"] == 0)) if not sim["note"] else math.nan,
+                    "note": sim["note"],
+                    "measured_seeds": f"{len(base.seeds)} + {len(pods.seeds)}",
+                    **measured,
                     "baseline_sigma_seed": fb["sigma_seed"],
                     "baseline_sigma_eval": fb["sigma_eval"],
                     "baseline_misfit": fb["misfit"],
@@ -157,7 +188,7 @@ def seed_projection(
 
 def write_seed_projection(table: pd.DataFrame, stem: Path, width: float = 1.0) -> list[Path]:
     """``stem``.csv (every column) and ``stem``.md (a readable table and, per setting, the fewest simulated
-    seeds whose projected interval is at most ``width`` wide)."""
+    seeds whose projected interval has a median width of at most ``width``)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     csv, md = stem.with_suffix(".csv"), stem.with_suffix(".md")
     table.to_csv(csv, index=False)
@@ -168,31 +199,49 @@ def write_seed_projection(table: pd.DataFrame, stem: Path, width: float = 1.0) -
         )
         return [csv, md]
     lines = [
-        "| setting | seeds per arm | (i) median | projected 95% range | width | PODS never | measured: seeds, "
-        "bootstrap interval | noise sd (seed / eval, points): baseline, PODS | misfit |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| setting | seeds per arm | (i) median | median 95% interval | median width | PODS never | lower end 0 "
+        "| measured: seeds, 95% interval | noise sd (seed / eval, points): baseline, PODS | misfit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    verdicts = []
+    verdicts, notes = [], []
     for setting, rows in table.groupby("setting", sort=False):
         for r in rows.itertuples():
+            sim = "n/a" if math.isnan(r.width) else f"[{r.ci_low:.2f}, {r.ci_high:.2f}]"
+            wide = "n/a" if math.isnan(r.width) else f"{r.width:.2f}"
+            low0 = "-" if math.isnan(r.p_low_zero) else f"{r.p_low_zero:.1%}"
+            meas = f"[{r.measured_ci_low:.2f}, {r.measured_ci_high:.2f}]"
+            meas = "n/a" if math.isnan(r.measured_ci_low) else meas
             lines.append(
-                f"| {setting} | {r.seeds_per_arm} | {r.median:.2f} | [{r.ci_low:.2f}, {r.ci_high:.2f}] | "
-                f"{r.width:.2f} | {r.p_pods_never:.1%} | {r.measured_seeds}: [{r.measured_ci_low:.2f}, "
-                f"{r.measured_ci_high:.2f}] | {100 * r.baseline_sigma_seed:.1f} / {100 * r.baseline_sigma_eval:.1f}, "
+                f"| {setting} | {r.seeds_per_arm} | {r.median:.2f} | {sim} | {wide} | {r.p_pods_never:.1%} | {low0} "
+                f"| {r.measured_seeds}: {meas} | {100 * r.baseline_sigma_seed:.1f} / {100 * r.baseline_sigma_eval:.1f}, "
                 f"{100 * r.pods_sigma_seed:.1f} / {100 * r.pods_sigma_eval:.1f} | "
                 f"{r.baseline_misfit:.2f}, {r.pods_misfit:.2f} |"
             )
+            for note in (r.note, r.measured_note):
+                if isinstance(note, str) and note and note not in notes:
+                    notes.append(note)
         enough = rows[rows["width"] <= width]
         verdicts.append(
-            f"({setting}): width <= {width:g} from {int(enough['seeds_per_arm'].min())} seeds per arm"
+            f"({setting}): median width <= {width:g} from {int(enough['seeds_per_arm'].min())} seeds per arm"
             if len(enough)
-            else f"({setting}): width <= {width:g} not reached with up to {int(rows['seeds_per_arm'].max())} "
-            "seeds per arm"
+            else f"({setting}): median width <= {width:g} not reached with up to "
+            f"{int(rows['seeds_per_arm'].max())} seeds per arm"
         )
     head = (
-        "Projected 95% range of speed-up (i) (steps to 0.99 x the baseline's peak) with N seeds per arm, "
-        "from a trend + noise model fitted to the measured runs (pods/analysis/power.py; optimistic: compare the "
-        "measured bootstrap interval). " + "; ".join(verdicts) + "."
+        "How wide the time-to-peak table's 95% interval of speed-up (i) (steps to 0.99 x the baseline's peak) "
+        "would be with N seeds per arm: the median over experiments simulated from a trend + noise model fitted "
+        "to the measured runs (pods/analysis/power.py; optimistic: compare the measured interval). "
+        + "; ".join(verdicts)
+        + "."
     )
-    md.write_text(head + "\n\n" + "\n".join(lines) + "\n")
+    foot = [
+        "",
+        "The interval is the expanded percentile bootstrap over seeds, each arm's seeds resampled on their own "
+        "(pods.analysis.intervals.ratio_interval), read at a tail share that makes up for the few seeds; a resample "
+        "in which PODS never reaches the target counts as speed-up 0 ('lower end 0': the share of experiments "
+        f"whose interval starts there). None below {intervals.MIN_SEEDS_SPEEDUP} seeds per arm, where no interval "
+        "held 95% in simulation (n/a); 'PODS never': the share of experiments whose point is never reached.",
+        *(f"n/a: {note}." for note in notes),
+    ]
+    md.write_text(head + "\n\n" + "\n".join(lines + foot) + "\n")
     return [csv, md]
