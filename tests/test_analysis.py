@@ -597,7 +597,7 @@ def test_released_table_reproduces_table_3(tmp_path, released):
 
 @needs_released
 def test_released_cli_writes_table(tmp_path):
-    assert analysis_main(["released", "--logs", str(RELEASED), "--out-dir", str(tmp_path), "--n-boot", "50"]) == 0
+    assert analysis_main(["released", "--logs", str(RELEASED), "--out-dir", str(tmp_path), "--n-boot", "100"]) == 0
     table = pd.read_csv(tmp_path / "time_to_peak.csv")
     assert table["setting"].tolist() == ["a", "b", "c", "e", "f"]
     assert table["speedup"].tolist() == [2.0, 3.0, 2.0, 1.7, 1.7]

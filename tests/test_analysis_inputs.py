@@ -129,9 +129,9 @@ def test_two_runs_of_the_same_arm_and_seed_are_refused_not_averaged(tmp_path):
         ("--threshold", "0", "not a fraction"),
         ("--threshold", "1.5", "not a fraction"),
         ("--threshold", "-1", "not a fraction"),
-        ("--n-boot", "0", "not a whole number in 1..100000"),
-        ("--n-boot", "-5", "not a whole number in 1..100000"),
-        ("--n-boot", "many", "not a whole number in 1..100000"),
+        ("--n-boot", "0", "not a whole number in 100..100000"),
+        ("--n-boot", "-5", "not a whole number in 100..100000"),
+        ("--n-boot", "many", "not a whole number in 100..100000"),
     ],
 )
 def test_nonsense_threshold_or_resample_count_is_a_usage_error(tmp_path, capsys, option, value, why):
@@ -163,7 +163,7 @@ def test_a_missing_arm_is_refused_naming_the_setting_and_the_arm(tmp_path, capsy
     sheet = H.fake_sheet(tmp_path / "runs.tsv")
     assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     assert (
-        analysis_main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"])
+        analysis_main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "100"])
         == 2
     )
     err = capsys.readouterr().err
@@ -193,7 +193,7 @@ def test_one_seed_prints_no_interval(tmp_path):
     out = tmp_path / "tables"
     assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     assert (
-        analysis_main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"])
+        analysis_main(["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "100"])
         == 0
     )
     table = pd.read_csv(out / "time_to_peak.csv")
@@ -211,7 +211,7 @@ def test_wrongly_shaped_tables_name_the_file(tmp_path, capsys):
     assert analysis_main(["collect", "--runs", str(root), "--out-dir", str(out), "--sheet", str(sheet)]) == 0
     # a steps table without its `steps` column
     pd.read_csv(out / "steps.csv").drop(columns="steps").to_csv(tmp_path / "bad_steps.csv", index=False)
-    args = ["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "20"]
+    args = ["time-to-peak", "--curves", str(out / "curves.csv"), "--out-dir", str(out), "--n-boot", "100"]
     assert analysis_main([*args, "--steps", str(tmp_path / "bad_steps.csv")]) == 2
     assert "bad_steps.csv" in capsys.readouterr().err
     # a curves table whose seed column holds text

@@ -29,7 +29,7 @@ from pods.analysis.tidy import CURVE_COLUMNS
 ARMS = [("grpo", 4, 4, "baseline", 0.70), ("pods", 16, 4, "pods", 0.74), ("pods", 8, 4, "", 0.72)]
 SEEDS = (0, 1, 2)
 GRID = range(6)  # t = 0 and five evaluations, one every 10 steps
-FAST = ["--n-boot", "50"]
+FAST = ["--n-boot", "100"]
 # subcommand -> (extra options, the table it writes)
 COMMANDS = {
     "time-to-peak": (FAST, "time_to_peak.csv"),

@@ -101,7 +101,7 @@ def table(tmp_path_factory) -> Path:
 
 def _reader_args(cmd: str, curves: Path, out: Path) -> list:
     flag = "--curves"
-    return [cmd, flag, curves, "--out-dir", out, *READERS[cmd], *([] if cmd == "seeds" else ["--n-boot", "20"])]
+    return [cmd, flag, curves, "--out-dir", out, *READERS[cmd], *([] if cmd == "seeds" else ["--n-boot", "100"])]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def test_ablations_refuses_duplicated_released_rows(table, tmp_path, capsys):
     curves = pd.read_csv(table / "curves.csv")
     doubled = tmp_path / "released.csv"
     pd.concat([curves, curves.iloc[[7]]]).to_csv(doubled, index=False)
-    rc, err = _run(capsys, "ablations", "--released", doubled, "--out-dir", tmp_path / "out", "--n-boot", "20")
+    rc, err = _run(capsys, "ablations", "--released", doubled, "--out-dir", tmp_path / "out", "--n-boot", "100")
     assert rc == 2
     assert "1 duplicated rows" in _one_line_error(err)
 
@@ -180,7 +180,7 @@ def test_a_seed_on_a_longer_budget_is_refused_and_until_step_cuts_it(tmp_path, c
         assert "--until-step 40" in line
     # the fix the message names: every seed cut to step 40 is the 300-step experiment
     rc, _ = _run(capsys, "time-to-peak", "--curves", curves, "--out-dir", tmp_path / "cut", "--until-step", "40",
-                 "--n-boot", "20")  # fmt: skip
+                 "--n-boot", "100")  # fmt: skip
     assert rc == 0
     cut = pd.read_csv(tmp_path / "cut" / "time_to_peak.csv")
     assert cut["peak_baseline"].round(4).tolist() == [0.77]
@@ -247,7 +247,7 @@ def test_collect_refuses_reward_spread_shares_outside_0_1(tmp_path, capsys):
     ("option", "value", "why"),
     [
         ("--boot-seed", "-1", "'-1' is not a whole number >= 0"),
-        ("--n-boot", "1000000000000", "'1000000000000' is not a whole number in 1..100000"),
+        ("--n-boot", "1000000000000", "'1000000000000' is not a whole number in 100..100000"),
     ],
 )
 def test_bootstrap_options_are_checked_in_every_subcommand(table, tmp_path, capsys, cmd, option, value, why):
@@ -274,7 +274,7 @@ def test_nonsense_option_values_are_usage_errors(table, tmp_path, capsys, argv, 
 
 def test_levels_above_one_are_fine_for_a_length_metric(table, tmp_path, capsys):
     rc, _ = _run(capsys, "levels", "--curves", table / "curves.csv", "--out-dir", tmp_path, "--levels", "80,95",
-                 "--metric", "completion_len_mean", "--setting", "a", "--n-boot", "20")  # fmt: skip
+                 "--metric", "completion_len_mean", "--setting", "a", "--n-boot", "100")  # fmt: skip
     assert rc == 0
 
 
@@ -356,7 +356,7 @@ def test_released_verifies_the_folder_before_reading_it(tmp_path, capsys):
     folder = I.released_dir(tmp_path / "rel")
     manifest = tmp_path / "manifest.sha256"
     manifest.write_text(make_manifest(folder))
-    args = ["released", "--logs", folder, "--out-dir", tmp_path / "o", "--n-boot", "20"]
+    args = ["released", "--logs", folder, "--out-dir", tmp_path / "o", "--n-boot", "100"]
     assert _run(capsys, *args, "--manifest", manifest)[0] == 0
     # one changed digit
     f = folder / "Instruct-GSM8K-512-64-16-Run1.json"
@@ -384,7 +384,7 @@ def test_released_refuses_a_copy_of_the_release_with_one_changed_digit(tmp_path,
     # the second decimal of a GSM8K accuracy: still a fraction, so only the checksum can tell
     i = text.index("0.", text.index('"ans_acc"', text.index('"gsm8k"'))) + 3
     f.write_text(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1 :])
-    rc, err = _run(capsys, "released", "--logs", copy, "--out-dir", tmp_path / "o", "--n-boot", "20")
+    rc, err = _run(capsys, "released", "--logs", copy, "--out-dir", tmp_path / "o", "--n-boot", "100")
     assert rc == 2
     assert "Instruct-GSM8K-512-16-16-Run1.json" in _one_line_error(err)
     assert not (tmp_path / "o").exists()

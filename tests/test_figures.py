@@ -33,7 +33,7 @@ def released_tables(tmp_path_factory):
     if not RELEASED.is_dir():
         pytest.skip(f"authors' released logs not found at {RELEASED} (../shared/reference)")
     out = tmp_path_factory.mktemp("released")
-    assert analysis_main(["released", "--logs", str(RELEASED), "--out-dir", str(out), "--n-boot", "20"]) == 0
+    assert analysis_main(["released", "--logs", str(RELEASED), "--out-dir", str(out), "--n-boot", "100"]) == 0
     return out
 
 

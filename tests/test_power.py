@@ -175,8 +175,10 @@ def test_cli_seeds_writes_the_tables_and_says_which_width_is_reached(helpers, tm
     assert analysis_main(args + ["--width", "0.001", "--n-boot", "200"]) == 0
     assert "(a): median width <= 0.001 not reached with up to 64 seeds per arm" in (out / "seeds.md").read_text()
     capsys.readouterr()
-    assert analysis_main(args + ["--n-boot", "50"]) == 2  # the expanded interval reads tails of the resamples
-    assert "n_boot=50: the expanded percentile interval reads the tails of the resamples" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as too_few:  # the expanded interval reads the resamples' tails: >= 100
+        analysis_main(args + ["--n-boot", "50"])
+    assert too_few.value.code == 2
+    assert "'50' is not a whole number in 100..100000" in capsys.readouterr().err
     assert analysis_main(args + ["--setting", "e"]) == 2
     assert "--setting e: not in" in capsys.readouterr().err
     assert analysis_main(args + ["--setting", "c"]) == 2

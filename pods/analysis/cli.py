@@ -105,17 +105,25 @@ def _whole_at_least_one(text: str, what: str, example: int) -> int:
     return x
 
 
-def _n_boot_arg(text: str) -> int:
-    """A whole number in 1..MAX_RESAMPLES (argparse type of --n-boot and `seeds --sims`)."""
+def _whole_in(text: str, low: int, why: str) -> int:
     try:
         x = int(text)
     except ValueError:
-        x = 0
-    if not 1 <= x <= MAX_RESAMPLES:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number in 1..{MAX_RESAMPLES} (memory grows with it), e.g. 2000"
-        )
+        x = low - 1
+    if not low <= x <= MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number in {low}..{MAX_RESAMPLES} ({why}), e.g. 4000")
     return x
+
+
+def _n_boot_arg(text: str) -> int:
+    """A whole number in 100..MAX_RESAMPLES (argparse type of --n-boot): the expanded intervals read tails of
+    0.1-2% of the resamples."""
+    return _whole_in(text, 100, "the intervals read the resamples' 0.1-2% tails; memory grows with it")
+
+
+def _sims_arg(text: str) -> int:
+    """A whole number in 1..MAX_RESAMPLES (argparse type of `seeds --sims`)."""
+    return _whole_in(text, 1, "memory grows with it")
 
 
 def _boot_seed_arg(text: str) -> int:
@@ -358,9 +366,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--width", type=_width_arg, default=1.0, help="the interval width asked for (default 1.0)")
     p.add_argument(
         "--sims",
-        type=_n_boot_arg,
-        default=2000,
-        help=f"simulated experiments per N, at most {MAX_RESAMPLES} (default 2000)",
+        type=_sims_arg,
+        default=200,
+        help=f"simulated experiments per N, each its own bootstrap, at most {MAX_RESAMPLES} (default 200)",
     )
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     p = sub.add_parser(
