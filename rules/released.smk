@@ -49,8 +49,8 @@ rule released_time_to_peak:
     shell:
         # A failed verification is printed (stderr is not redirected), not only logged.
         "python -m pods.analysis.released_logs verify {input.logs:q} --manifest {input.manifest:q} > {log}"
-        " && python -m pods.analysis released --logs {input.logs:q} --sheet {input.sheet:q}"
-        " --out-dir {params.out_dir} >> {log} 2>&1"
+        " && python -m pods.analysis released --logs {input.logs:q} --manifest {input.manifest:q}"
+        " --sheet {input.sheet:q} --out-dir {params.out_dir} >> {log} 2>&1"
 
 
 rule released_ablations:

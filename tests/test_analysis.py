@@ -561,6 +561,8 @@ def test_cli_missing_inputs_exit_2(tmp_path, capsys):
     assert analysis_main(["collect", "--runs", str(tmp_path / "runs"), "--out-dir", str(tmp_path)]) == 2
     assert "pods train" in capsys.readouterr().err
     assert analysis_main(["released", "--logs", str(tmp_path), "--out-dir", str(tmp_path)]) == 2
+    assert "is not the authors' released results/ folder (148 missing" in capsys.readouterr().err
+    assert analysis_main(["released", "--logs", str(tmp_path), "--out-dir", str(tmp_path), "--no-verify"]) == 2
     assert "no released log files" in capsys.readouterr().err
     (tmp_path / "c.csv").write_text("a,b\n1,2\n")
     assert analysis_main(["time-to-peak", "--curves", str(tmp_path / "c.csv"), "--out-dir", str(tmp_path)]) == 2

@@ -129,9 +129,9 @@ def test_two_runs_of_the_same_arm_and_seed_are_refused_not_averaged(tmp_path):
         ("--threshold", "0", "not a fraction"),
         ("--threshold", "1.5", "not a fraction"),
         ("--threshold", "-1", "not a fraction"),
-        ("--n-boot", "0", "not a whole number >= 1"),
-        ("--n-boot", "-5", "not a whole number >= 1"),
-        ("--n-boot", "many", "not a whole number >= 1"),
+        ("--n-boot", "0", "not a whole number in 1..100000"),
+        ("--n-boot", "-5", "not a whole number in 1..100000"),
+        ("--n-boot", "many", "not a whole number in 1..100000"),
     ],
 )
 def test_nonsense_threshold_or_resample_count_is_a_usage_error(tmp_path, capsys, option, value, why):

@@ -411,13 +411,19 @@ def test_bench_bad_input_exits_2_with_one_line(argv, why):
 # ----------------------------------------------------------------------------- bench_trl_generation
 
 
-def test_trl_generation_bench_prints_trl_s_calls_for_pods(tiny_policy_dir, capsys):
-    """PODSGRPOTrainer's default makes TRL's one generate() call per round; the seeded mode one per group."""
+def test_trl_generation_bench_prints_trl_s_calls_for_pods(tiny_policy_dir, capsys, tmp_path):
+    """PODSGRPOTrainer's default makes TRL's one generate() call per round; the seeded mode one per group.
+    --out writes the same medians as CSV (the results page reads it)."""
+    import pandas as pd
+
     from pods.bench import bench_trl_generation
 
     argv = ["--model", str(tiny_policy_dir), "--steps", "1", "--repeats", "1", "--prompts", "2", "--n", "4",
-            "--m", "2", "--max-completion-length", "8"]  # fmt: skip
+            "--m", "2", "--max-completion-length", "8", "--out", str(tmp_path / "trl.csv")]  # fmt: skip
     assert bench_trl_generation.main(argv) == 0
+    csv = pd.read_csv(tmp_path / "trl.csv").set_index("trainer")
+    assert csv.loc["trl.GRPOTrainer", "generate_calls_per_step"] == 1.0
+    assert csv.loc["PODSGRPOTrainer, seeded", "generate_calls_per_step"] == 2.0
     out = capsys.readouterr().out
     rows = {ln[:30].strip(): ln[30:].split() for ln in out.splitlines() if ln.startswith(("trl.", "PODS"))}
     assert rows["trl.GRPOTrainer"][0] == "1.00"  # generate calls per step

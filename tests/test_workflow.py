@@ -343,9 +343,15 @@ def test_collect_waits_for_exactly_the_scale_runs(workdir, dry_runs):
 
 
 def fake_finished_run(run_dir: Path, setting: str, n: int, m: int, seed: int) -> None:
-    """The files `collect` reads, as a finished run writes them (docs/design.md)."""
+    """The files `collect` reads, as a finished run writes them (docs/design.md); the rule, normalisation and
+    gradient accumulation come from the run-directory name (`collect` tells the arms apart by them)."""
     run_dir.mkdir(parents=True)
-    cfg = {"setting": setting, "seed": seed, "rollout": {"n": n, "m": m}, "eval": {"every_s": 8}}
+    name = run_dir.parent.name
+    rule = re.match(r"sel~(\w+?)_n~", name).group(1)
+    normalize = "before" if "_norm~before" in name else "after"
+    ga = int(re.search(r"_ga~(\d+)", name).group(1)) if "_ga~" in name else 1
+    cfg = {"setting": setting, "seed": seed, "rollout": {"n": n, "m": m, "rule": rule, "normalize": normalize},
+           "optim": {"grad_accum": ga}, "eval": {"every_s": 8}}  # fmt: skip
     (run_dir / "config.json").write_text(json.dumps(cfg))
     evals = [{"step": k, "time_s": 8.0 * k, "dataset": "arith", "accuracy": 0.1 * k} for k in range(3)]
     (run_dir / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))

@@ -21,13 +21,22 @@ Run:
     python -m pods.analysis time-to-peak --curves results/a1200/tables/curves.csv --until-step 600 --out-dir D
 (--until-step N, on time-to-peak, plateau, levels, seeds, ablations and signal: the same runs read as if their step
 budget had ended at N.)
-Exit codes: 0 ok, 2 missing or empty input (the message says how to produce it), 1 anything else.
+Exit codes: 0 ok, 2 missing, empty or unusable input or option (one line that names it and says how to fix it),
+1 anything else.
+
+What is refused rather than averaged: a curves table that holds one evaluation twice (a run collected twice),
+and the seeds of one arm evaluated at different grid points, whether one was trained longer (pass --until-step N
+to read every seed up to a common budget) or one lacks an evaluation the others have (restore it, or leave that
+seed out and collect again: no seed is dropped in silence). `released` checks the logs folder against the
+package's SHA-256 manifest first, as the workflow does (--no-verify skips that, with a warning).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from pods import registry
+from pods.analysis import released_logs
 from pods.analysis.ablations import ablation_table, write_ablation_table
 from pods.analysis.collect import _collect
 from pods.analysis.gradsignal import signal_table, write_signal_table
@@ -43,7 +53,19 @@ from pods.analysis.plateau import plateau_table, write_plateau_table
 from pods.analysis.power import DEFAULT_SEEDS, seed_projection, write_seed_projection
 from pods.analysis.released import read_released
 from pods.analysis.speedups import default_comparisons, released_comparisons, speedup_table, write_table
-from pods.analysis.tidy import DEFAULT_THRESHOLD, PAPER_SHEET, AnalysisInputError, read_curves, read_steps
+from pods.analysis.tidy import (
+    DEFAULT_THRESHOLD,
+    FRACTION_METRICS,
+    PAPER_SHEET,
+    AnalysisInputError,
+    check_grids,
+    read_curves,
+    read_steps,
+)
+
+# The most bootstrap resamples (and `seeds --sims`) one run may ask for: each resample holds a mean curve per arm,
+# so memory grows as resamples x seeds x evaluations (a 100000 x 8 x 80 array is 0.5 GB).
+MAX_RESAMPLES = 100_000
 
 
 def _parse_letters(text: str | None) -> dict[str, str]:
@@ -84,8 +106,27 @@ def _whole_at_least_one(text: str, what: str, example: int) -> int:
 
 
 def _n_boot_arg(text: str) -> int:
-    """A whole number >= 1 (argparse type of --n-boot)."""
-    return _whole_at_least_one(text, "a whole number", 2000)
+    """A whole number in 1..MAX_RESAMPLES (argparse type of --n-boot and `seeds --sims`)."""
+    try:
+        x = int(text)
+    except ValueError:
+        x = 0
+    if not 1 <= x <= MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number in 1..{MAX_RESAMPLES} (memory grows with it), e.g. 2000"
+        )
+    return x
+
+
+def _boot_seed_arg(text: str) -> int:
+    """A whole number >= 0 (argparse type of --boot-seed: numpy's generators take no negative seed)."""
+    try:
+        x = int(text)
+    except ValueError:
+        x = -1
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0, e.g. 0")
+    return x
 
 
 def _until_step_arg(text: str) -> int:
@@ -114,8 +155,53 @@ def _until(curves: pd.DataFrame, until_step: int | None, source: str) -> pd.Data
 
 
 def _read_until(args: argparse.Namespace) -> pd.DataFrame:
-    """`--curves`, read and cut at `--until-step` (the subcommands that take both)."""
-    return _until(read_curves(args.curves), args.until_step, args.curves)
+    """`--curves`, read and cut at `--until-step` (the subcommands that take both), its seeds checked to share
+    each arm's evaluation grid after the cut (`check_grids`)."""
+    curves = _until(read_curves(args.curves), args.until_step, args.curves)
+    check_grids(curves, args.curves)
+    return curves
+
+
+def _verify_released(logs: str, manifest: str) -> None:
+    """AnalysisInputError unless `logs` holds exactly the released files (pods.analysis.released_logs.verify,
+    as the workflow checks it before this command reads it)."""
+    try:
+        released_logs.verify(logs, manifest)
+    except released_logs.ReleasedLogsError as err:
+        text = str(err)
+        # a problem of the folder (not of the manifest): its fix is another --logs, not the workflow's config
+        if text.startswith(("released logs folder", f"{Path(logs)} is not the authors'")):
+            text = re.split(r"\. Fix: |: use --config", text)[0] + (
+                f". Fix: pass --logs an unmodified copy of the authors' results/ folder ({released_logs.REPOSITORY} "
+                f"at commit {released_logs.COMMIT[:7]}; `python -m pods.analysis.released_logs download --dest DIR` "
+                "fetches one), or --no-verify to read this folder anyway"
+            )
+        raise AnalysisInputError(text) from None
+
+
+def _check_out_dir(path: str) -> None:
+    """AnalysisInputError unless `path` is a folder or can be made one (before any computation)."""
+    out = Path(path)
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise AnalysisInputError(
+            f"--out-dir {out}: {existing} is a file, not a folder; pass a folder (it is created if missing)"
+        )
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise AnalysisInputError(f"--out-dir {out}: {existing} is not writable; pass a folder you can write to")
+
+
+def _check_settings(asked: Sequence[str] | None, *tables: pd.DataFrame | None, source: str) -> None:
+    """AnalysisInputError naming the settings present if `--setting` names one that no table holds."""
+    if not asked:
+        return
+    present = sorted({str(s) for t in tables if t is not None for s in t["setting"].unique()})
+    unknown = [s for s in asked if s not in present]
+    if unknown:
+        raise AnalysisInputError(
+            f"--setting {' '.join(unknown)}: not in {source} (settings present: {', '.join(present)}); "
+            "pass one of those"
+        )
 
 
 def _floats(text: str) -> list[float]:
@@ -127,6 +213,35 @@ def _floats(text: str) -> list[float]:
     if not out or not all(math.isfinite(x) for x in out):
         raise argparse.ArgumentTypeError(f"{text!r}: give at least one finite number, e.g. 0.8,0.84")
     return out
+
+
+def _levels_arg(text: str) -> list[float]:
+    """Levels >= 0 (argparse type of `levels --levels`; accuracy levels are also <= 1, checked with --metric)."""
+    out = _floats(text)
+    if min(out) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: levels are numbers >= 0 in the metric's units, e.g. 0.8,0.84")
+    return out
+
+
+def _fractions_arg(text: str) -> list[float]:
+    """Fractions in (0, 1] (argparse type of `levels --fractions`)."""
+    out = _floats(text)
+    if not all(0 < x <= 1 for x in out):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: fractions of the baseline's rise lie in (0, 1] (1 = its peak), e.g. 0.5,0.9,1"
+        )
+    return out
+
+
+def _width_arg(text: str) -> float:
+    """A finite number > 0 (argparse type of `seeds --width`)."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite width > 0 of the speed-up interval, e.g. 1.0")
+    return x
 
 
 def _window_arg(text: str) -> float:
@@ -162,6 +277,16 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
     p.add_argument("--out-dir", required=True, help="where curves.csv, steps.csv and time_to_peak.* are written")
     p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
+    p.add_argument(
+        "--manifest",
+        default=str(released_logs.MANIFEST),
+        help="SHA-256 manifest the folder is checked against before it is read (default: the package's)",
+    )
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="read the folder without checking it against the manifest (the tables are then not the release's)",
+    )
     p = sub.add_parser("collect", allow_abbrev=False, help="curves.csv and steps.csv from our run directories")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--runs", help="every run directory under this folder")
@@ -169,6 +294,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True, help="where curves.csv and steps.csv are written")
     p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
     p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
+    sub.add_parser("results", add_help=False, help="docs/results.md and the README's headline table from the records")
+    sub.add_parser("job-time", add_help=False, help="a finished job's per-job seconds, replayed on more cores")
     p = sub.add_parser("time-to-peak", allow_abbrev=False, help="Table 3 with bootstrap CIs from a curves.csv")
     p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
     p.add_argument("--out-dir", required=True, help="where time_to_peak.* is written")
@@ -201,13 +328,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True, help="where levels.csv and levels.md are written")
     which = p.add_mutually_exclusive_group()
     which.add_argument(
-        "--levels", type=_floats, help="comma-separated levels in the metric's units, e.g. 0.8,0.84 (compare budgets)"
+        "--levels",
+        type=_levels_arg,
+        help="comma-separated levels in the metric's units, e.g. 0.8,0.84 (compare budgets); accuracies in [0, 1]",
     )
     which.add_argument(
         "--fractions",
-        type=_floats,
+        type=_fractions_arg,
         default=DEFAULT_FRACTIONS,
-        help="comma-separated fractions of the baseline's rise from start to peak "
+        help="comma-separated fractions in (0, 1] of the baseline's rise from start to peak "
         f"(default {','.join(map(str, DEFAULT_FRACTIONS))})",
     )
     p.add_argument("--setting", nargs="+", help="only these settings (letters)")
@@ -226,8 +355,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         default=list(DEFAULT_SEEDS),
         help=f"comma-separated seeds per arm to simulate (default {','.join(map(str, DEFAULT_SEEDS))})",
     )
-    p.add_argument("--width", type=float, default=1.0, help="the interval width asked for (default 1.0)")
-    p.add_argument("--sims", type=_n_boot_arg, default=2000, help="simulated experiments per N (default 2000)")
+    p.add_argument("--width", type=_width_arg, default=1.0, help="the interval width asked for (default 1.0)")
+    p.add_argument(
+        "--sims",
+        type=_n_boot_arg,
+        default=2000,
+        help=f"simulated experiments per N, at most {MAX_RESAMPLES} (default 2000)",
+    )
     p.add_argument("--metric", help="override the metric (default: the setting record's, pods.registry)")
     p = sub.add_parser(
         "ablations",
@@ -270,19 +404,54 @@ def _parser(prog: str) -> argparse.ArgumentParser:
             )
         if q.prog.endswith(("released", "time-to-peak", "plateau", "levels", "seeds", "ablations", "signal")):
             q.add_argument(
-                "--n-boot", type=_n_boot_arg, default=4000, help="bootstrap resamples over seeds (default 4000)"
+                "--n-boot",
+                type=_n_boot_arg,
+                default=4000,
+                help=f"bootstrap resamples over seeds, at most {MAX_RESAMPLES} (default 4000)",
             )
-            q.add_argument("--boot-seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+            q.add_argument(
+                "--boot-seed",
+                type=_boot_seed_arg,
+                default=0,
+                help="seed of the bootstrap, a whole number >= 0 (default 0)",
+            )
     return ap
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis") -> int:
     """Entry point; ``prog`` is the program name shown in usage/help (``pods`` passes "pods")."""
-    args = _parser(prog).parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["results"]:  # its own parser: the page and README block from the committed records
+        from pods.analysis import results
+
+        return results.main(argv[1:], prog=f"{prog} results")
+    if argv[:1] == ["job-time"]:
+        from pods.analysis import jobtime
+
+        return jobtime.main(argv[1:], prog=f"{prog} job-time")
+    parser = _parser(prog)
+    args = parser.parse_args(argv)
+    if getattr(args, "levels", None) and (args.metric is None or args.metric in FRACTION_METRICS):
+        above = [x for x in args.levels if x > 1]
+        if above:
+            parser.error(
+                f"--levels {above[0]:g}: accuracy levels are fractions in [0, 1], e.g. 0.8,0.84 "
+                "(a level in tokens needs --metric completion_len_mean)"
+            )
     try:
+        _check_out_dir(args.out_dir)
         out = Path(args.out_dir)
         if args.cmd == "released":
+            if args.no_verify:
+                print(
+                    f"warning: --no-verify: {args.logs} is read without checking it against {args.manifest}; the "
+                    "tables are not the release's unless it is an unmodified copy of the authors' results/ folder",
+                    file=sys.stderr,
+                )
+            else:
+                _verify_released(args.logs, args.manifest)
             curves, steps = read_released(args.logs, args.sheet)
+            check_grids(curves, args.logs)
             comparisons = released_comparisons(args.sheet)
             # The authors' runs are their own "this machine" and paper hardware: (ii) = (iii).
             table = speedup_table(
@@ -295,8 +464,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             table = None
         elif args.cmd == "levels":
+            curves = _read_until(args)
+            _check_settings(args.setting, curves, source=args.curves)
             levels = level_table(
-                _read_until(args), args.levels, args.fractions, args.metric, args.setting,
+                curves, args.levels, args.fractions, args.metric, args.setting,
                 args.n_boot, args.boot_seed,
             )  # fmt: skip
             written = write_level_table(levels, out / "levels")
@@ -309,17 +480,24 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
         elif args.cmd == "ablations":
             if not (args.curves or args.released):
                 raise AnalysisInputError("pass --curves (our runs), --released (the authors' logs) or both")
+            ours = _read_until(args) if args.curves else None
+            theirs = read_curves(args.released) if args.released else None
+            if theirs is not None:
+                check_grids(theirs, args.released)
+            _check_settings(args.setting, ours, theirs, source=" and ".join(filter(None, (args.curves, args.released))))
             ablations = ablation_table(
-                _read_until(args) if args.curves else None,
-                read_curves(args.released) if args.released else None,
+                ours,
+                theirs,
                 args.setting, args.window, args.metric, args.n_boot, args.boot_seed,
             )  # fmt: skip
             written = write_ablation_table(ablations, out / "ablations")
             print((out / "ablations.md").read_text().split("\n\n")[0])
             table = None
         elif args.cmd == "seeds":
+            curves = _read_until(args)
+            _check_settings(args.setting, curves, source=args.curves)
             projection = seed_projection(
-                _read_until(args), args.setting, args.seeds, args.threshold, args.sims, args.boot_seed,
+                curves, args.setting, args.seeds, args.threshold, args.sims, args.boot_seed,
                 args.metric, args.n_boot,
             )  # fmt: skip
             if projection.empty and args.setting:
@@ -335,6 +513,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             else:
                 curves = _collect(None, _parse_letters(args.letters), args.sheet, args.run_dirs)[0]
             curves = _until(curves, args.until_step, args.curves or "the run directories")
+            check_grids(curves, args.curves or "the run directories")
             plateau = plateau_table(curves, args.metric, args.n_boot, args.boot_seed)
             if plateau.empty:
                 raise AnalysisInputError("no arm has an evaluation after t = 0: nothing to take a peak of")

@@ -61,6 +61,17 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
     return out
 
 
+def _share(value, where: str, key: str) -> None:
+    """AnalysisInputError naming `where` unless `value` is None, NaN or a share in [0, 1]."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise AnalysisInputError(
+            f"{where}: {key}={value!r} is not in [0, 1]: it is a share of the step's prompts (logged in percent?); "
+            "fix or remove that run directory"
+        )
+
+
 def _grid_index(time_s: float, grid_s: float) -> int:
     # The trainer evaluates at the first step after each grid time, so floor() names the grid
     # point; the 1% slack absorbs float round-off just below a grid time.
@@ -127,10 +138,13 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
         step_row["policy_sha256"] = str(policy["weights_sha256"])
     mrecs = _read_jsonl(run_dir / "metrics.jsonl")
     for line, rec in mrecs:
+        where = f"{run_dir / 'metrics.jsonl'} line {line}"
         for key in ("step", "time_s"):
             if key not in rec:
-                raise AnalysisInputError(f"{run_dir / 'metrics.jsonl'} line {line}: missing key {key!r}")
-            _number(rec[key], f"{run_dir / 'metrics.jsonl'} line {line}", key)
+                raise AnalysisInputError(f"{where}: missing key {key!r}")
+            _number(rec[key], where, key)
+        for key in SIGNAL_METRICS:  # shares of the step's prompts (None / NaN: not logged that step)
+            _share(rec.get(key), where, key)
     mdf = pd.DataFrame([rec for _, rec in mrecs])
     if mdf.empty:
         return rows, step_row
@@ -200,16 +214,21 @@ def _collect(
 
 
 def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
-    """AnalysisInputError if two run directories are the same arm and seed: their curves would be merged."""
+    """AnalysisInputError if two run directories have the same setting letter, arm configuration and seed,
+    whatever their folders are called (one run copied under another name, a setting name mapped to a letter
+    twice, or runs that differ only in what curves.csv does not record). The statistics select an arm's runs
+    by exactly these (tidy.RUN_KEY), so their curves would be averaged as if they were two seeds."""
     seen: dict[tuple, str | None] = {}
-    key_cols = ("setting", "run", "n", "m", "rule", "normalize", "grad_accum", "seed")
+    key_cols = ("setting", "n", "m", "rule", "normalize", "grad_accum", "seed")
     for row in step_rows:
-        run = Path(str(row.get("source"))).parent.name  # the arm's folder, {run name}/seed~{seed}
-        key = tuple(run if k == "run" else row.get(k) for k in key_cols)
+        key = tuple(row.get(k) for k in key_cols)
         if key in seen:
             raise AnalysisInputError(
-                f"{seen[key]} and {row.get('source')} are the same arm and seed ({dict(zip(key_cols, key, strict=True))}); their "
-                "curves would be averaged as one run. Fix: pass only one of them (--run-dirs), or move the other out"
+                f"{seen[key]} and {row.get('source')} are the same arm and seed "
+                f"({dict(zip(key_cols, key, strict=True))}): the tables cannot tell them apart (one run twice, or two "
+                "runs that differ only in a setting they do not record, such as the learning rate) and would average "
+                "them as if they were two seeds. Fix: keep one of them (pass --run-dirs without the other, or move it "
+                "out of the runs folder), or collect each into its own table"
             )
         seen[key] = row.get("source")
 

@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from pods.analysis.curves import _interval, _label
-from pods.analysis.tidy import AnalysisInputError, arm_rng, boot_means
+from pods.analysis.tidy import SHARE_METRICS, AnalysisInputError, arm_rng, boot_means
 
-SIGNAL_METRICS = ("kept_frac_zero_std", "frac_zero_std")
+SIGNAL_METRICS = SHARE_METRICS
 """metrics.jsonl keys that `collect` writes into curves.csv (dataset "train") for this table."""
 
 QUARTERS = 4

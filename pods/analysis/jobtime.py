@@ -128,3 +128,37 @@ def project(rows: Sequence[dict], cores: int) -> float:
             for j in waiting.pop(rows[i]["model"], []):
                 heapq.heappush(ready, (1, -rows[j]["seconds"], j))
     return now
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "pods analysis job-time") -> int:
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--root", help="a finished workflow's root (its logs/**/*.benchmark.tsv), e.g. results")
+    src.add_argument("--jobs", help="a jobs table written by --out (or the results page's record)")
+    ap.add_argument("--cores", default="2,8,16", help="comma-separated core counts to replay on (default 2,8,16)")
+    ap.add_argument("--out", help="also write the jobs table (TSV) here")
+    args = ap.parse_args(argv)
+    try:
+        cores = [int(c) for c in args.cores.split(",")]
+        if any(c < 1 for c in cores):
+            raise ValueError
+    except ValueError:
+        print(f"error: --cores {args.cores!r}: give whole numbers >= 1, e.g. 2,8,16", file=sys.stderr)
+        return 2
+    try:
+        rows = job_table(args.root) if args.root else read_jobs(args.jobs)
+    except JobTimeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.out:
+        write_jobs(rows, args.out)
+    total = sum(r["seconds"] for r in rows)
+    kinds = {k: sum(1 for r in rows if r["kind"] == k) for k in ("build", "run", "other")}
+    print(f"{len(rows)} jobs ({kinds['build']} builds, {kinds['run']} runs, {kinds['other']} other): "
+          f"{total:.0f} s of one core")  # fmt: skip
+    for c in cores:
+        print(f"  on {c:>3} cores: {project(rows, c):8.0f} s  ({project(rows, c) / 60:.1f} min)")
+    return 0

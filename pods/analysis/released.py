@@ -175,6 +175,10 @@ def _wandb_series(path: Path) -> dict:
         raise AnalysisInputError(f"{path}: not a readable CSV ({err or 'empty'}); expected a wandb export") from None
     if not header or not any(_WANDB_RUN.match(c) for c in header):
         raise AnalysisInputError(f"{path}: no 'data/RUN - KEY' columns: expected the authors' wandb export")
+    if not body:
+        raise AnalysisInputError(
+            f"{path}: a header and no rows: the wandb export holds no evaluation; export the runs' history again"
+        )
     out: dict = {}
     for j, col in enumerate(header):
         hit = _WANDB_RUN.match(col)
@@ -190,6 +194,8 @@ def _wandb_series(path: Path) -> dict:
                     _fraction(r[j], where, "accuracy") if "accuracy" in hit["key"] else _number(r[j], where, "value")
                 )
                 series.append((_number(r[0], f"{path} row {i}, column {header[0]!r}", "time"), value))
+        if not series:
+            raise AnalysisInputError(f"{path}: column {col!r} holds no value; export the runs' history again")
         out[(hit["run"], hit["key"])] = series
     return out
 

@@ -327,11 +327,15 @@ HEADLINE_HEAD = [
 
 def headline(rec: Records, t: Tables) -> str:
     lines = _md(HEADLINE_HEAD, _headline_rows(rec, t))
+    job = rec.job
     lines += [
         "",
         "Speed-up = the baseline's time (or optimizer steps) to first reach 0.99 x its peak mean accuracy over "
         "PODS's; 95% intervals over seeds, never-reached resamples counted ([docs/results.md](docs/results.md) "
-        "has every number with its command and data).",
+        "has every number with its command and data). The tiny default job (every figure and table of the tiny "
+        f"scale) took {_minutes(float(job['wall_s']))} from a fresh clone on {int(job.get('cores', 2))} cores "
+        f"({job.get('cpu', 'a CPU')}); projected {_minutes(jobtime.project(rec.jobs, 8))} on 8 and "
+        f"{_minutes(jobtime.project(rec.jobs, 16))} on 16.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -493,7 +497,7 @@ def page(rec: Records, t: Tables) -> str:
     rel_step = ab[(ab["source"] == "released") & (ab["axis"] == "step")]
     rel_hour = ab[(ab["source"] == "released") & (ab["axis"] == "time_s")]
     for _, r in ours.iterrows():
-        if str(r["arm"]) == str(r["reference"]):
+        if bool(r["reference"]):
             continue
         match = [x[(x["group"] == r["group"]) & (x["n"] == r["n"]) & (x["m"] == r["m"]) & (x["rule"] == r["rule"])
                  & (x["normalize"] == r["normalize"])] for x in (rel_hour, rel_step)]  # fmt: skip
@@ -536,8 +540,47 @@ def page(rec: Records, t: Tables) -> str:
             "evidence for or against it.")  # fmt: skip
     add("")
 
-    # 7. the job
-    add("## 7. What the tiny default job costs")
+    # 7. update memory
+    mem_path = rec.data / "gpu_h100_memory_85m.csv"
+    if mem_path.exists():
+        mem = pd.read_csv(mem_path)
+        add("## 7. Update memory: PODS trains at the memory of m rollouts")
+        add("")
+        names = {"grpo_n": "GRPO, all n in one backward", "grpo_ga": "GRPO-GA, n in micro-batches of m",
+                 "pods": "GRPO-PODS, keep m of n", "grpo_m": "GRPO on m rollouts"}  # fmt: skip
+        rows = [[names.get(str(r["arm"]), str(r["arm"])), str(int(r["rows_per_backward"])), str(int(r["micro_batches"])),
+                 f"{float(r['peak_mb']):,.0f}", f"{float(r['ratio_to_pods']):.2f}"] for _, r in mem.iterrows()]  # fmt: skip
+        L.extend(_md(["update", "rows per backward", "micro-batches", "peak MB (CUDA)", "x PODS"], rows))
+        first = mem.iloc[0]
+        add("")
+        add(f"One policy update of the {first['model']} model ({first['dtype']}, n = {int(first['n'])}, m = "
+            f"{int(first['m'])}, {int(first['prompt_len'])} + {int(first['completion_len'])} tokens) on one H100 "
+            f"(`pods bench memory`; `{mem_path.name}`). Verdict: PODS's update takes GRPO-on-m's memory, a quarter "
+            "of GRPO on all n rollouts, as the paper's motivation says (arXiv 2504.13818 §1, Fig. 1).")  # fmt: skip
+        add("")
+    trl_path = rec.data / "trl_generation.csv"
+    if trl_path.exists():
+        trl = pd.read_csv(trl_path)
+        add("## 8. The TRL drop-in generates as TRL does")
+        add("")
+        rows = [[str(r["trainer"]), _num(float(r["generate_calls_per_step"])), _num(float(r["generation_s_per_step"]), 3),
+                 _num(float(r["step_s"]), 3)] for _, r in trl.iterrows()]  # fmt: skip
+        L.extend(_md(["trainer", "generate calls per step", "generation s per step", "step s"], rows))
+        base = trl.set_index("trainer")
+        if {"trl.GRPOTrainer", "PODSGRPOTrainer"} <= set(base.index):
+            ratio = (
+                base.loc["PODSGRPOTrainer", "generation_s_per_step"]
+                / base.loc["trl.GRPOTrainer", "generation_s_per_step"]
+            )
+            add("")
+            add(f"Medians over repeats, the trainers interleaved on one CPU (`pods bench trl_generation --out "
+                f"{trl_path.name}`). Verdict: `PODSGRPOTrainer` makes TRL's generate calls and takes {ratio:.2f}x "
+                "TRL's generation time at equal rollouts; the per-group seeded generation that `pods train` keeps "
+                "for reproducibility costs one call per prompt group.")  # fmt: skip
+        add("")
+
+    # 9. the job
+    add("## 9. What the tiny default job costs")
     add("")
     job = rec.job
     total = sum(j["seconds"] for j in rec.jobs)

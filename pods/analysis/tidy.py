@@ -20,8 +20,13 @@ completion_len_mean (tokens). Steps tables (`STEP_COLUMNS`) have one row per run
 and optimizer steps at its end, seconds per step and its generation/update split, memory.
 
 Inputs are checked, and every error (`AnalysisInputError`) names the file and the line, row or key:
-accuracies outside [0, 1] (a run logged in percent), broken or wrongly shaped JSON / CSV, missing
-keys or columns.
+accuracies and shares outside [0, 1] (a run logged in percent), empty, non-finite or negative times,
+steps and values, broken or wrongly shaped JSON / CSV, missing keys or columns. Nothing is averaged
+that should not be: a curves or steps table that holds one evaluation (or run) twice is refused
+(`refuse_duplicates`), and so are the seeds of one arm evaluated at different grid points
+(`check_grids`: a seed trained longer, or one missing an evaluation, would shift the mean curve where
+only some seeds have a point). `read_curves` returns its rows in one order whatever the file's order,
+so the tables computed from it do not depend on it.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +53,11 @@ STEP_COLUMNS = ["setting", "setting_name", "arm", "role", "n", "m", "rule", "nor
 # fmt: on
 # Columns that identify one configuration (an "arm" at given n, m, ...) across seeds.
 CONFIG_KEYS = ["setting", "setting_name", "arm", "n", "m", "rule", "normalize", "grad_accum"]
+# One run: the statistics select an arm's runs by setting letter and configuration, so two runs that agree on
+# these are one run to them (whatever their setting_name or source).
+RUN_KEY = ["setting", "arm", "n", "m", "rule", "normalize", "grad_accum", "seed"]
+# One evaluation of a run: a curves table holds each at most once.
+CURVE_KEY = [*RUN_KEY, "dataset", "metric", "grid"]
 METRICS = registry.METRICS
 DEFAULT_THRESHOLD = 0.99
 # The paper sheet: roles of the released runs (config/runs.tsv), unless --sheet says otherwise.
@@ -121,6 +131,10 @@ def time_unit(max_time_s: float) -> tuple[str, float]:
 
 # Metrics that are fractions of test problems: every value must lie in [0, 1].
 FRACTION_METRICS = ("accuracy", "format_accuracy", "both_accuracy")
+# Training-time shares of steps (pods.analysis.gradsignal.SIGNAL_METRICS): fractions too.
+SHARE_METRICS = ("kept_frac_zero_std", "frac_zero_std")
+# Metrics that count something (tokens): finite and >= 0.
+NONNEGATIVE_METRICS = ("completion_len_mean",)
 
 
 def _load_json(path: Path, what: str = "") -> object:
@@ -181,11 +195,34 @@ def sheet_roles(sheet: str | Path | None) -> dict[tuple[str, str], str]:
     """(setting letter, run-directory name) -> role, from a run sheet ({} without one)."""
     if sheet is None:
         return {}
+    _check_text(Path(sheet), "run sheet")
     try:
         arms = registry.read_sheet(sheet)
     except registry.SheetError as err:
         raise AnalysisInputError(str(err)) from None
     return {(a.setting, a.run_name): a.role for a in arms}
+
+
+def _check_text(path: Path, what: str) -> None:
+    """AnalysisInputError unless `path` (when it is a file) holds UTF-8 text without NUL bytes."""
+    if not path.is_file():
+        return  # its reader says what is missing
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise AnalysisInputError(f"{what} {path} cannot be read ({err.strerror or err})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise AnalysisInputError(
+            f"{what} {path} is not text (byte 0x{data[err.start]:02x} at offset {err.start} is not UTF-8: a "
+            "binary file?): pass the tab-separated run sheet, e.g. config/runs_tiny.tsv"
+        ) from None
+    if "\0" in text:
+        raise AnalysisInputError(
+            f"{what} {path} is not text (it holds a NUL byte: a binary file?): pass the tab-separated run sheet, "
+            "e.g. config/runs_tiny.tsv"
+        )
 
 
 def _paper_defaults(rec: registry.Setting) -> dict:
@@ -212,9 +249,13 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
 
 def _read_table(path: Path, what: str) -> pd.DataFrame:
     """pd.read_csv of a table this module wrote; AnalysisInputError naming the file when unreadable."""
+    if path.is_dir():
+        raise AnalysisInputError(
+            f"{path} is a folder, not a CSV file: pass the {what} table itself (e.g. {path / f'{what}.csv'})"
+        )
     try:
         return pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError, OSError) as err:
         raise AnalysisInputError(f"{path} is not a readable {what} CSV ({err}); regenerate it") from None
 
 
@@ -230,11 +271,165 @@ def _numeric(df: pd.DataFrame, path: Path, columns: Iterable[str]) -> pd.DataFra
     return df
 
 
+def _first(mask: pd.Series | np.ndarray) -> int | None:
+    """Position of the first True of `mask`, None if none."""
+    hits = np.flatnonzero(np.asarray(mask))
+    return int(hits[0]) if hits.size else None
+
+
+def _plain(value) -> str:
+    """A key value for a message: 4.0 as 4."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+_REGENERATE = "regenerate the table with `python -m pods.analysis collect` (or `released`)"
+
+
+def _check_curve_cells(df: pd.DataFrame, path: Path) -> None:
+    """Every cell a statistic reads holds a usable value; AnalysisInputError naming the row and column of the
+    first that does not. Identity cells are filled; n, m, grad_accum, seed and grid are whole numbers;
+    time_s is a finite number >= 0; step is too, in every row or none (a table without optimizer steps);
+    value is finite, in [0, 1] for the fraction metrics (accuracies, shares of steps), >= 0 for lengths."""
+
+    def refuse(mask: np.ndarray, why) -> None:
+        i = _first(mask)
+        if i is not None:
+            raise AnalysisInputError(f"{path} row {i + 2}: {why(i)}; {_REGENERATE}")
+
+    def cell(col: str, i: int) -> str:
+        return f"{col}={float(df[col].iloc[i])!r}"
+
+    for col in ("setting", "arm", "rule", "normalize", "dataset", "metric", "n", "m", "grad_accum", "seed", "grid"):
+        refuse(df[col].isna().to_numpy(), lambda i, col=col: f"{col} is empty")
+    for col, low in (("n", 1), ("m", 1), ("grad_accum", 1), ("seed", None), ("grid", 0)):
+        x = df[col].to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(x) | (x != np.round(x)) | (x < (low if low is not None else -np.inf))
+        at_least = "" if low is None else f" >= {low}"
+        refuse(bad, lambda i, col=col, at_least=at_least: f"{cell(col, i)} is not a whole number{at_least}")
+    if df["step"].notna().any():  # steps in every row, or none (then the statistics use seconds)
+        refuse(df["step"].isna().to_numpy(), lambda i: "step is empty, while other rows have optimizer steps")
+    refuse(df["time_s"].isna().to_numpy(), lambda i: "time_s is empty")
+    for col in ("time_s", "step", "time_s_raw"):
+        x = df[col].to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isnan(x) & ~(np.isfinite(x) & (x >= 0))
+        refuse(bad, lambda i, col=col: f"{cell(col, i)} is not a finite number >= 0")
+    value = df["value"].to_numpy(float)
+    metric = df["metric"].astype(str).to_numpy()
+
+    def of(i: int) -> str:
+        return f"{metric[i]}={float(value[i])!r}"
+
+    refuse(np.isnan(value), lambda i: f"value ({metric[i]}) is empty")
+    with np.errstate(invalid="ignore"):
+        out = np.isin(metric, FRACTION_METRICS + SHARE_METRICS) & ~((value >= 0) & (value <= 1))
+        negative = np.isin(metric, NONNEGATIVE_METRICS) & (value < 0)
+    kind = {m: "a fraction of the test set (logged in percent?)" for m in FRACTION_METRICS}
+    kind |= {m: "a share of the steps (logged in percent?)" for m in SHARE_METRICS}
+    refuse(out, lambda i: f"{of(i)} is not in [0, 1]: {metric[i]} is {kind[metric[i]]}")
+    at_least = {m: " >= 0" for m in NONNEGATIVE_METRICS}
+    refuse(~np.isfinite(value) | negative, lambda i: f"{of(i)} is not a finite number{at_least.get(metric[i], '')}")
+
+
+def refuse_duplicates(df: pd.DataFrame, key: Sequence[str], source, what: str = "evaluation") -> None:
+    """AnalysisInputError if two rows of `df` share `key` (e.g. CURVE_KEY: the same run's evaluation twice),
+    with how many rows repeat an earlier one and the first of them. Row numbers are the file's (header = 1)."""
+    key = [k for k in key if k in df.columns]
+    dup = df.duplicated(key, keep="first").to_numpy()
+    if not dup.any():
+        return
+    i = _first(dup)
+    row = df.iloc[i]
+    group = df.groupby(key, dropna=False, sort=False).ngroup().to_numpy()
+    j = _first(group == group[i])
+    shown = ", ".join(f"{k}={_plain(row[k])}" for k in key)
+    where = ""
+    if "source" in df.columns and str(df["source"].iloc[j]) != str(row["source"]):
+        where = f", from {df['source'].iloc[j]} and {row['source']}"
+    raise AnalysisInputError(
+        f"{source}: {int(dup.sum())} duplicated rows, the same {what} twice: the first is row {i + 2}, as row "
+        f"{j + 2} ({shown}{where}); the statistics would average them as if they were more seeds. Fix: "
+        "collect the run directories again, each run once (not two tables concatenated, nor a run copied "
+        "under two folders)"
+    )
+
+
+def check_grids(df: pd.DataFrame, source) -> None:
+    """AnalysisInputError unless the seeds of each arm (setting, configuration, dataset, metric) were evaluated
+    at the same grid points: a mean curve over seeds taken point by point would otherwise mix budgets (a seed
+    trained longer becomes the arm's late curve alone) or, where one seed lacks an evaluation, be a mean over
+    the others there. Rows of dataset "train" (means over each grid interval's steps) need the same last
+    grid point only. Call it after any cut to a common budget (--until-step)."""
+    keys = [k for k in RUN_KEY if k != "seed"] + ["dataset", "metric"]
+    grids = df.groupby([*keys, "seed"], sort=True, dropna=False)["grid"].agg(lambda g: tuple(sorted(set(g))))
+    train = grids.index.get_level_values("dataset") == "train"
+    grids[train] = [(g[-1],) for g in grids[train]]
+    per_arm = grids.groupby(level=list(range(len(keys))), sort=True, dropna=False)
+    for arm_key, seeds in per_arm:
+        if seeds.nunique() > 1:
+            raise AnalysisInputError(_grid_message(df, dict(zip(keys, arm_key, strict=True)), seeds, source))
+
+
+def _grid_message(df: pd.DataFrame, arm: dict, seeds: pd.Series, source) -> str:
+    """check_grids's refusal: which seeds reach which budget, or which seed lacks which grid point."""
+    rows = select(df, **arm)
+    has_steps = rows["step"].notna().all()
+    label = f"{arm['arm']} n={_plain(arm['n'])} m={_plain(arm['m'])}"
+    label += f" grad_accum={_plain(arm['grad_accum'])}" if int(arm["grad_accum"]) != 1 else ""
+    head = f"{source}: the seeds of {label} (setting {arm['setting']}, {arm['dataset']} / {arm['metric']})"
+    seed_of = {idx[-1]: grid for idx, grid in seeds.items()}
+
+    def pos(seed, grid) -> float:
+        at = rows[(rows["seed"] == seed) & (rows["grid"] == grid)]
+        return float(at["step"].max() if has_steps else at["time_s"].max())
+
+    def where(x: float) -> str:  # an evaluation's position: its optimizer step, else its training seconds
+        return f"step {_plain(x)}" if has_steps else f"{x:g} s"
+
+    last = {s: g[-1] for s, g in seed_of.items()}
+    if len(set(last.values())) > 1:  # different budgets
+        ends = {s: pos(s, g) for s, g in last.items()}
+        by_end: dict[tuple, list] = {}
+        for s in sorted(seed_of):
+            by_end.setdefault((ends[s], len(seed_of[s])), []).append(_plain(s))
+        shown = ", ".join(
+            f"seed{'s' if len(ss) > 1 else ''} {', '.join(ss)} to {where(end)} ({count} evaluations)"
+            for (end, count), ss in sorted(by_end.items())
+        )
+        common = min(ends.values())
+        fix = (
+            f"pass --until-step {_plain(common)} to read every seed up to a common budget, or train the missing steps"
+            if has_steps
+            else "train the missing evaluations, or remove the longer runs"
+        )
+        return f"{head} end at different budgets: {shown}; averaging them would mix budgets. Fix: {fix}"
+    union = sorted(set().union(*seed_of.values()))
+    for s in sorted(seed_of):
+        missing = [g for g in union if g not in seed_of[s]]
+        if missing:
+            others = [_plain(o) for o in sorted(seed_of) if o != s and missing[0] in seed_of[o]]
+            gaps = ", ".join(_plain(g) for g in missing[:5]) + (
+                f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            )
+            return (
+                f"{head}: seed {_plain(s)} lacks grid point{'s' if len(missing) > 1 else ''} {gaps} that seed"
+                f"{'s' if len(others) > 1 else ''} {', '.join(others)} evaluated; the mean curve there would be over "
+                "the other seeds. Fix: restore that seed's evaluation rows (or rerun it), or remove its run "
+                "directory and collect again"
+            )
+    return f"{head} were evaluated at different grid points"  # not reached: the seeds' grids differ somewhere
+
+
 def read_curves(path: str | Path) -> pd.DataFrame:
-    """Read a curves.csv written by this module; AnalysisInputError if missing, empty, wrongly
-    shaped (columns, numbers) or holding accuracies outside [0, 1] (naming the row)."""
+    """Read a curves.csv written by this module; AnalysisInputError if missing, empty, wrongly shaped
+    (columns, numbers), holding a value out of range or an empty, non-finite or negative time or step
+    (naming the row and column), or one evaluation twice (`refuse_duplicates`). The rows come back in
+    CURVE_KEY order, whatever the file's; columns beyond CURVE_COLUMNS are kept and ignored."""
     path = Path(path)
-    if not path.exists() or path.stat().st_size == 0:
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
         raise AnalysisInputError(
             f"curves file {path} is missing or empty: produce it with `python -m pods.analysis "
             "collect --runs results/runs --out-dir results/tables` (our runs) or `... released "
@@ -247,22 +442,13 @@ def read_curves(path: str | Path) -> pd.DataFrame:
             f"{path} is not a curves table (missing columns {sorted(missing)} "
             "or no rows): regenerate it with `python -m pods.analysis collect`"
         )
-    df = _numeric(df, path, ("value", "time_s", "step", "seed", "grid", "n", "m", "grad_accum"))
-    frac = df["metric"].isin(FRACTION_METRICS).to_numpy()
-    out = frac & ~df["value"].between(0.0, 1.0).to_numpy()
-    if out.any():
-        i = int(np.flatnonzero(out)[0])
-        raise AnalysisInputError(
-            f"{path} row {i + 2}: {df['metric'].iloc[i]}={float(df['value'].iloc[i])!r} is not in [0, 1]: accuracies "
-            "are fractions; regenerate the table with `python -m pods.analysis collect`"
-        )
-    for col in ("seed", "grid"):
-        if df[col].isna().any():
-            i = int(np.flatnonzero(df[col].isna().to_numpy())[0])
-            raise AnalysisInputError(f"{path} row {i + 2}: {col} is empty")
-    return df.astype({"setting": str, "seed": int, "grid": int}).assign(
+    df = _numeric(df, path, ("value", "time_s", "time_s_raw", "step", "seed", "grid", "n", "m", "grad_accum"))
+    _check_curve_cells(df, path)
+    df = df.astype({"setting": str, "seed": int, "grid": int}).assign(
         role=df["role"].astype(object).fillna("").astype(str)
     )
+    refuse_duplicates(df, CURVE_KEY, path)
+    return df.sort_values(CURVE_KEY, kind="stable").reset_index(drop=True)
 
 
 STEPS_REQUIRED = ("setting", "arm", "n", "m", "grad_accum", "seed", "time_s", "steps")
@@ -270,8 +456,9 @@ STEPS_REQUIRED = ("setting", "arm", "n", "m", "grad_accum", "seed", "time_s", "s
 
 def read_steps(path: str | Path | None) -> pd.DataFrame | None:
     """Read a steps.csv; None when no path is given or the file is absent (figures show a note);
-    AnalysisInputError naming the file when it lacks columns or holds non-numbers."""
-    if path is None or not Path(path).exists() or Path(path).stat().st_size == 0:
+    AnalysisInputError naming the file when it lacks columns, holds non-numbers, negative or infinite
+    times or steps, or one run twice."""
+    if path is None or not Path(path).exists() or (Path(path).is_file() and Path(path).stat().st_size == 0):
         return None
     path = Path(path)
     steps = _read_table(path, "steps")
@@ -282,6 +469,16 @@ def read_steps(path: str | Path | None) -> pd.DataFrame | None:
             "`python -m pods.analysis collect` (our runs) or `released` (the authors' logs)"
         )
     steps = _numeric(steps, path, ("n", "m", "grad_accum", "seed", "time_s", "steps")).astype({"setting": str})
+    for col in ("time_s", "steps"):  # empty: a run without a logged step (no seconds per step)
+        x = steps[col].to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            i = _first(~np.isnan(x) & ~(np.isfinite(x) & (x >= 0)))
+        if i is not None:
+            raise AnalysisInputError(
+                f"{path} row {i + 2}: {col}={float(x[i])!r} is not a finite number >= 0; regenerate the table with "
+                "`python -m pods.analysis collect` (or `released`)"
+            )
+    refuse_duplicates(steps, RUN_KEY, path, "run")
     return steps.assign(role=steps["role"].fillna("").astype(str)) if "role" in steps else steps
 
 

@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-completion-length", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.0, help="learning rate (0: every run samples the same rollouts)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--out", help="also write the medians as CSV (trainer, generate_calls_per_step, ...)")
     args = ap.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.prompts < 1:
         ap.error("--steps, --repeats and --prompts must be >= 1")
@@ -198,7 +199,27 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     print("\n".join(table(results, args.repeats)))
+    if args.out:
+        write_csv(results, args, args.out)
     return 0
+
+
+def write_csv(results: dict[str, list[dict]], args: argparse.Namespace, path: str) -> None:
+    """The medians per trainer, with the run's settings, as one CSV (the results page reads it)."""
+    import csv
+
+    import torch
+    import trl
+
+    cols = ("calls", "gen_s", "step_s", "tokens")
+    names = ("generate_calls_per_step", "generation_s_per_step", "step_s", "tokens_per_step")
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["trainer", *names, "repeats", "prompts", "n", "m", "steps", "model", "threads", "torch", "trl"])
+        for arm, rows in results.items():
+            med = [statistics.median(r[k] for r in rows) for k in cols]
+            w.writerow([LABELS[arm], *(f"{x:.6g}" for x in med), args.repeats, args.prompts, args.n, args.m,
+                        args.steps, args.model, args.threads, torch.__version__, trl.__version__])  # fmt: skip
 
 
 if __name__ == "__main__":
