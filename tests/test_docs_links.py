@@ -33,7 +33,9 @@ GENERATED = {results.PAGE.as_posix()}  # written by `pods analysis results`, pos
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 CODE_SPAN = re.compile(r"(`+).+?\1", re.S)
 COMMENT = re.compile(r"<!--.*?-->", re.S)
-LINK = re.compile(r"!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+\"[^\"]*\")?\s*\)")
+LINK = re.compile(
+    r"!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+\"[^\"]*\")?\s*\)"
+)
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
 
