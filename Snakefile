@@ -1,13 +1,13 @@
 # PODS reproduction workflow: every run of the paper, its figures, and the time-to-peak table.
 #
 #   snakemake                                   # tiny scale (default): CPU, this machine
-#   snakemake --config scale=paper              # the paper's 200 runs (GPUs, see docs/workflow.md)
+#   snakemake --config scale=paper              # the paper's 200 runs (GPUs, see docs/reproduce.md)
 #   snakemake -c1 results/released/time_to_peak.csv --config released_logs=DIR
 #
 # Runs are declared once in config/runs.tsv (arms; `role` marks each setting's main comparison),
 # settings once in pods/registry.py (SETTINGS: experiment YAML per scale, metric, titles, ...);
 # config/config.yaml holds the workflow knobs of each scale: seeds, budgets, resources.
-# How to run a single experiment, use a cluster, and build the report: docs/workflow.md.
+# How to run a single experiment, use a cluster, and build the report: docs/reproduce.md.
 import os
 import sys
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pods.kernels import pin_cpu_kernels as _pin_cpu_kernels
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # public name -> the module that defines it (imported on first access)
 _LAZY = {

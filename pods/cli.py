@@ -28,7 +28,7 @@ evaluation grid from config/config.yaml and the run sheet's arm, and the workflo
 ``--paper`` (validate) and ``--dry-run`` (train) skip the checks against this machine (GPU-only options,
 bf16 on a CPU without bf16) so paper-scale configs validate anywhere; everything else is still checked.
 
-Exit codes (docs/DESIGN.md): 0 success; 2 bad input (config error, missing file, bad usage, a run
+Exit codes (docs/design.md): 0 success; 2 bad input (config error, missing file, bad usage, a run
 directory in use by another `pods train`, damaged or unwritable), reported as one paragraph on stderr
 with no traceback and before anything is written; 1 any other failure (with its traceback).
 """

@@ -36,7 +36,7 @@ stopping step), the RL training split of `arith` excludes them, and they are dis
 `arith` test set. The warm start itself still reads the full pre-split order
 (`warm_start_train`), so the cached tiny models do not change.
 
-arith_add, a variant of (a)'s tiny task that saturates (docs/workflow.md, notebook/overlays/tiny_a_add.yaml): the
+arith_add, a variant of (a)'s tiny task that saturates (notebook/overlays/tiny_a_add.yaml): the
 2-digit additions only, on which the warm start scores ~74% where it scores ~46% on subtraction. Its
 test set is 1,000 problems (twice arith's, for a less noisy curve near the ceiling) taken from the
 additions of arith's training split, so it is disjoint from the arith test set and from arith_heldout;

@@ -18,10 +18,10 @@ models it costs no time: the pinned-to-baseline alternative (``default`` / ``COM
 training step 1.6x slower here. Measured on this AVX2-only host: a build under the pins is byte-identical
 to the unpinned one, and one under ``MKL_CBWR`` with MKL limited to SSE4.2 is byte-identical to one without
 the limit; the AVX512 host's build under ``ATEN_CPU_CAPABILITY=avx2`` stopped, like this host's, at 650
-steps with the same test accuracies (docs/workflow.md).
+steps with the same test accuracies (notebook/LOG.md#2026-11-25-torchs-cpu-kernels-pinned-to-avx2).
 
-Across vendors the pin does not hold (benchmarks/README.md "A second kind of CPU";
-notebook/LOG.md#2026-11-26-a-second-kind-of-cpu-the-h200-machines-intel-xeon): on an Intel
+Across vendors the pin does not hold
+(notebook/LOG.md#2026-11-26-a-second-kind-of-cpu-the-h200-machines-intel-xeon): on an Intel
 Xeon (AVX512, AMX) under the same two variables MKL's matrix-vector product, some matrix shapes and its
 vector ``exp``/``log`` round otherwise than on the AMD EPYC hosts, and the warm build stopped at 550
 steps, not 650 (notebook/scripts/kernel_fingerprint.py locates such differences). ``MKL_CBWR=COMPATIBLE`` makes

@@ -2,7 +2,7 @@
 the paper settings (a)-(f) and the run-sheet parser. Torch-free and pandas-free, so the config
 checks, the Snakefile, the analysis and the figures all import it cheaply.
 
-Who reads what (docs/DESIGN.md, "Module map"):
+Who reads what (docs/design.md, "Module map"):
 
 - :data:`RULES`, :func:`check_rule`: pods.selectors (whose registry keys must equal RULES, tested),
   pods.config (rollout.rule/n/m), the run-sheet parser;
@@ -16,7 +16,7 @@ Who reads what (docs/DESIGN.md, "Module map"):
   place arms are declared; their `role` column marks each setting's main comparison.
 
 Add a setting (g): an experiments/*.yaml per scale, its rows in the run sheet(s) (one `baseline`,
-one `pods`), and one :class:`Setting` record in :data:`SETTINGS` (docs/DESIGN.md, "Add a setting").
+one `pods`), and one :class:`Setting` record in :data:`SETTINGS` (docs/design.md, "Add a setting").
 """
 
 from __future__ import annotations
@@ -386,7 +386,7 @@ SETTINGS: dict[str, Setting] = {
         ),
     )
 }  # fmt: skip
-"""Setting letter -> its record. Add a setting by adding a record (docs/DESIGN.md)."""
+"""Setting letter -> its record. Add a setting by adding a record (docs/design.md)."""
 
 
 def setting_names() -> dict[str, str]:
@@ -491,7 +491,7 @@ def read_sheet(path: str | Path, settings: Mapping[str, Setting] | None = None) 
         if arm.setting not in settings:
             raise SheetError(
                 f"{where}: setting {arm.setting!r} has no record in pods.registry.SETTINGS "
-                f"(known: {', '.join(settings)}); add one (docs/DESIGN.md, 'Add a setting')"
+                f"(known: {', '.join(settings)}); add one (docs/design.md, 'Add a setting')"
             )
         try:
             check_rule(arm.rule, arm.n, arm.m)

@@ -1,7 +1,7 @@
 """Run-directory logging: ``config.json``, ``metrics.jsonl``, ``eval.jsonl``, ``summary.json``.
 
 One :class:`RunLogger` writes every file of a run directory the same way for every run (the schema
-is in docs/DESIGN.md, "Run directory"); analysis reads only these files, never stdout.
+is in docs/design.md, "Run directory"); analysis reads only these files, never stdout.
 
 - ``config.json``: the resolved config plus ``meta`` (package versions, git commit, start time,
   host), written atomically once when the run starts.

@@ -145,9 +145,10 @@ TINY_MODELS: dict[str, TinySpec] = {
     # records were made), so that RL saturates inside a CPU budget: the tiny scale's (a), its sweeps, and
     # (e) train it (config/config.yaml scales.tiny.settings). Near the target its accuracy moves
     # 10-20 points per 10 SFT steps and the stop lands on different steps on different CPU kinds (450-650;
-    # docs/workflow.md). Two fixes were tried and not kept: a finer check (eval_every=10, val_samples=4)
-    # narrows the spread, but (a) on the model it built gave no evidence (GRPO +6 points in 600 steps); an
-    # annealed run (anneal=True, sft_steps=375) lands within 1-3 points on two instruction-set paths, but
+    # notebook/LOG.md#2026-11-24-the-warm-model-depends-on-the-cpu-it-is-built-on). Two fixes were tried and
+    # not kept: a finer check (eval_every=10, val_samples=4) narrows the spread, but (a) on the model it
+    # built gave no evidence (GRPO +6 points in 600 steps); an annealed run (anneal=True, sft_steps=375)
+    # lands within 1-3 points on two instruction-set paths, but
     # it is sharp (94% greedy, 57% at T = 1.0) and RL at lr 1e-4 collapses it (59% -> 3% in 200 steps).
     "llama-arith_warm": TinySpec(arch="llama", task="arith", target_accuracy=0.65),
     # llama-arith_warm with the format's tags as single tokens: the same recipe, a gold completion 23 tokens

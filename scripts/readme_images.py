@@ -1,15 +1,9 @@
-"""Small copies of the released-logs figures for the README (docs/img/*.png, 8-bit palette PNGs).
+"""A small copy of a figure for the README (docs/img/*.png, 8-bit palette PNGs).
 
-    snakemake -c1 results/released/figures/fig_3_main.png results/released/figures/fig_4_sweeps.png \
-        results/released/figures/fig_5_rules.png            # add --config released_logs=DIR offline
-    python scripts/readme_images.py                          # -> docs/img/released_fig_*.png
-    snakemake -c2                                            # the tiny scale's figures, then:
-    python scripts/readme_images.py --src results/figures --prefix tiny \
-        --figures fig_3_main fig_4_sweeps fig_5_rules fig_6_normalization   # -> docs/img/tiny_fig_*.png
-    python scripts/readme_images.py --src results/warm_a2000/figures --prefix tiny_a2000 \
-        --figures fig_3_main                   # (a) at 2000 steps, notebook/overlays/tiny_a2000.yaml (docs/workflow.md)
-    python scripts/readme_images.py --src results/ablations200/figures --prefix tiny_ablations200 \
-        --figures fig_5_rules                  # the rules at 200 steps, notebook/overlays/tiny_ablations200.yaml
+    snakemake -c1 results/released/figures/fig_3_main.png  # add --config released_logs=DIR offline
+    python scripts/readme_images.py                          # -> docs/img/released_fig_3_main.png
+    python scripts/readme_images.py --src results/figures --prefix tiny --figures fig_3_main fig_4_sweeps
+                                                             # -> docs/img/tiny_fig_*.png (after snakemake -c2)
 
 Needs Pillow (a matplotlib dependency). The figures themselves come from figures/fig_*.py; this only
 shrinks them (width --width pixels, 128 colours) so that the repository stays small.
@@ -23,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image
 
-FIGURES = ("fig_3_main", "fig_4_sweeps", "fig_5_rules")
+FIGURES = ("fig_3_main",)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 The released-logs tests check the numbers PAPER.md §4-§5 recomputed from the authors' files, so
 they pin the checkpoint-to-grid mapping; they are skipped when ../shared/reference is absent.
-`write_run` (fake run directories in the docs/DESIGN.md schema) is also used by test_figures.py.
+`write_run` (fake run directories in the docs/design.md schema) is also used by test_figures.py.
 """
 
 from __future__ import annotations

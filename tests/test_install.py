@@ -230,6 +230,6 @@ def test_wheel_build_folders_are_ignored_by_git():
     """`pip wheel --no-deps . -w dist` leaves build/ and dist/ in the checkout: git must not list them."""
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    res = subprocess.run(["git", "check-ignore", "build/lib/pods/cli.py", "dist/pods_rl-0.1.0-py3-none-any.whl"],
+    res = subprocess.run(["git", "check-ignore", "build/lib/pods/cli.py", "dist/pods_rl-0.2.0-py3-none-any.whl"],
                          cwd=REPO, capture_output=True, text=True)  # fmt: skip
-    assert res.stdout.split() == ["build/lib/pods/cli.py", "dist/pods_rl-0.1.0-py3-none-any.whl"], res.stderr
+    assert res.stdout.split() == ["build/lib/pods/cli.py", "dist/pods_rl-0.2.0-py3-none-any.whl"], res.stderr

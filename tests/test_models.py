@@ -294,7 +294,8 @@ def test_the_stopping_check_samples_each_held_out_problem_val_samples_times(tmp_
     kw = {**FAST, "sft_steps": 2, "eval_every": 1, "target_accuracy": 1.0, "test_size": 2, "val_samples": 3}
     models.build_tiny("llama-arith", tmp_path / "m", **kw)
     assert seen[:2] == [24, 24]  # 8 problems x 3 samples at each of the 2 checks, then the test set
-    warm = models.TINY_MODELS["llama-arith_warm"]  # the (a)/(e) model keeps the older stop (docs/workflow.md)
+    # the (a)/(e) model keeps the older stop (notebook/LOG.md#2026-11-25-a-finer-warm-start-stopping-check)
+    warm = models.TINY_MODELS["llama-arith_warm"]
     assert (warm.anneal, warm.val_samples) == (False, 1)
 
 

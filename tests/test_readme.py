@@ -1,5 +1,5 @@
-"""The README works outside this repository's development setup: its images
-are committed small PNGs, and its commands need no sibling ../shared folder."""
+"""The README works outside this repository's development setup (its images are committed small PNGs, its
+commands need no sibling ../shared folder) and answers in five minutes: the detail is on the docs pages."""
 
 from __future__ import annotations
 
@@ -31,3 +31,22 @@ def test_readme_says_which_grpo_config_fields_pods_train_takes():
     assert "any other `GRPOConfig` field" not in README
     assert "any `GRPOConfig` field the package does not set itself" in README
     assert "docs/trl.md" in README
+
+
+README_MAX_LINES = 260
+
+
+def test_readme_stays_short():
+    # The README is the five-minute answer: what PODS is, the headline, the quick start, the paper -> command
+    # table, the two snippets, the layout and the docs index. Detail goes to docs/ (the README's index).
+    n = len(README.splitlines())
+    assert n <= README_MAX_LINES, f"README.md has {n} lines (at most {README_MAX_LINES}): move detail to a docs page"
+
+
+def test_readme_keeps_the_generated_blocks():
+    from pods.analysis import cost, results
+
+    for start, end in ((results.README_START, results.README_END), (cost.README_START, cost.README_END)):
+        assert start in README, f"README.md lost the marker {start.strip()!r}"
+        assert end in README, f"README.md lost the marker {end!r}"
+        assert README.index(start) < README.index(end)

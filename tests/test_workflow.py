@@ -7,11 +7,11 @@ job (the re-analysis of the authors' released logs, a few seconds).
     pytest tests/test_workflow.py
 
 Checks: `snakemake --lint` is clean; the paper scale schedules exactly the 200 training runs of the
-paper (100 main + 30 n-sweep + 30 m-sweep + 30 rules + 10 normalisation, docs/workflow.md), (e)/(f)
+paper (100 main + 30 n-sweep + 30 m-sweep + 30 rules + 10 normalisation, config/README.md), (e)/(f)
 through `accelerate launch` on 8 GPUs and (a)-(d) on 1; every run scheduled by every profile is a
 config the trainer accepts and its directory is named `pods.config.run_name`; the released target
 gives Table 3's 2.0/3.0/2.0/1.7/1.7; bad config values and bad sheet rows fail before any job runs;
-the recipe "add a setting (g)" of docs/DESIGN.md (a YAML, sheet rows, one record) is enough.
+the recipe "add a setting (g)" of docs/design.md (a YAML, sheet rows, one record) is enough.
 """
 
 from __future__ import annotations
@@ -343,7 +343,7 @@ def test_collect_waits_for_exactly_the_scale_runs(workdir, dry_runs):
 
 
 def fake_finished_run(run_dir: Path, setting: str, n: int, m: int, seed: int) -> None:
-    """The files `collect` reads, as a finished run writes them (docs/DESIGN.md); the rule, normalisation and
+    """The files `collect` reads, as a finished run writes them (docs/design.md); the rule, normalisation and
     gradient accumulation come from the run-directory name (`collect` tells the arms apart by them)."""
     run_dir.mkdir(parents=True)
     name = run_dir.parent.name
@@ -551,7 +551,7 @@ def test_an_altered_local_copy_is_refused_with_a_printed_reason(tmp_path):
     assert "1 altered (SHA-256 differs): h100s-acc.csv" in res.stdout + res.stderr
 
 
-# The recipe of docs/DESIGN.md, "Add a setting (g)": nothing else is edited.
+# The recipe of docs/design.md, "Add a setting (g)": nothing else is edited.
 RECORD_G = (
     '\nSETTINGS["g"] = Setting("g", "g_new_task", "New task, 1 GPU", "3-digit arithmetic, Qwen2 layout", "accuracy",'
     ' "arith_hard", 30, 300, 1.5, {"tiny": "experiments/tiny_g.yaml", "smoke": "experiments/tiny_g.yaml"})\n'

@@ -183,7 +183,7 @@ def _collect(
     roles = sheet_roles(sheet)
     how = (
         "train runs first (`snakemake` or `python -m pods train CONFIG`); each run directory "
-        "needs config.json and eval.jsonl (docs/DESIGN.md)"
+        "needs config.json and eval.jsonl (docs/design.md)"
     )
     if run_dirs is not None:
         run_dirs = sorted(Path(d) for d in run_dirs)
@@ -249,7 +249,7 @@ def _warn_mixed_policies(step_rows: list[dict]) -> None:
             print(
                 f"warning: the runs of setting {setting} start from {len(builds)} different policy weights ({which}). "
                 "Their curves are compared as one experiment all the same. A tiny model's build depends on the CPU "
-                "it ran on (docs/workflow.md): train every run of a setting from one model cache on one machine",
+                "it ran on (docs/tiny-scale.md): train every run of a setting from one model cache on one machine",
                 file=sys.stderr,
             )
 

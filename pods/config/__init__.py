@@ -1,7 +1,7 @@
 """Typed run configuration: nested frozen dataclasses, YAML + dotted overrides, validation.
 
 One YAML file in ``experiments/`` holds everything a run needs; its sections map one to one onto the
-dataclasses of :mod:`pods.config.schema` (docs/DESIGN.md, "Config schema"). Load it with overrides::
+dataclasses of :mod:`pods.config.schema` (docs/design.md, "Config schema"). Load it with overrides::
 
     cfg = load_config("experiments/a_gsm8k_qwen3b.yaml", ["rollout.n=16", "rollout.m=16"])
     python -m pods validate experiments/a_gsm8k_qwen3b.yaml rollout.n=16 --paper
@@ -39,7 +39,7 @@ Decisions the paper leaves to us (documented at the fields too):
 Run names (:func:`run_name`, ``sel~{rule}_n~{n}_m~{m}[_{extra}]``) and their vocabulary: see
 :mod:`pods.config.names`, which owns them.
 
-Additions to the DESIGN.md schema: ``policy.load_in_4bit`` (the authors' code loads 4-bit base weights,
+Additions to the docs/design.md schema: ``policy.load_in_4bit`` (the authors' code loads 4-bit base weights,
 the paper says only "LoRA"), ``optim.scheduler_steps`` (the horizon of cosine/linear decay; the
 multi-GPU code decays over one epoch) and ``hardware.accelerate_config`` (the ``accelerate launch``
 file a run is meant for, cross-checked against ``hardware.num_processes``).

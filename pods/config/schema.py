@@ -1,6 +1,6 @@
 """The config schema: one frozen dataclass per YAML section, each field with its docstring.
 
-The sections map one to one onto the YAML files in ``experiments/`` (docs/DESIGN.md, "Config schema");
+The sections map one to one onto the YAML files in ``experiments/`` (docs/design.md, "Config schema");
 the docstring right below a field is its documentation (``pods config`` prints it, :mod:`pods.config.help`).
 Each section checks its values in ``_check`` after :class:`_Section` coerced the types; the decisions
 the paper leaves to us are listed in :mod:`pods.config`'s docstring and documented at the fields.
