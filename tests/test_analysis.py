@@ -1,6 +1,6 @@
 """Tests of pods.analysis: time-to-peak, bootstrap, tidy loaders, the released-logs re-analysis.
 
-The released-logs tests check the numbers PAPER.md §4-§5 recomputed from the authors' files, so
+The released-logs tests check the numbers recomputed from the authors' files (docs/paper.md#table-3), so
 they pin the checkpoint-to-grid mapping; they are skipped when ../shared/reference is absent.
 `write_run` (fake run directories in the docs/design.md schema) is also used by test_figures.py.
 """
@@ -466,7 +466,7 @@ def test_cli_collect_and_time_to_peak(tmp_path, capsys):
 
 
 def test_collect_run_dirs_reads_exactly_the_listed_runs(tmp_path, capsys):
-    """The workflow lists its runs (issue 12 item 5): a manual run under the same root stays out."""
+    """The workflow lists its runs: a manual run under the same root stays out."""
     root = fake_tree(tmp_path / "runs")
     manual = write_run(root, "a_toy", 16, 4, 7, [0.2, 0.9, 0.9, 0.9, 0.9])  # `pods train` by hand
     listed = sorted(str(p.parent) for p in root.rglob("summary.json") if p.parent != manual)
@@ -483,7 +483,7 @@ def test_collect_run_dirs_reads_exactly_the_listed_runs(tmp_path, capsys):
 
 
 def test_collect_run_dirs_may_mix_relative_and_absolute_paths(tmp_path, monkeypatch):
-    """Runs of one comparison can live in two trees (session 31: one in the repository, one elsewhere): a
+    """Runs of one comparison can live in two trees (one in the repository, one elsewhere): a
     relative and an absolute run directory in one --run-dirs list are both read, not a ValueError."""
     root = fake_tree(tmp_path / "runs")
     runs = sorted(p.parent for p in root.rglob("summary.json"))
@@ -495,7 +495,7 @@ def test_collect_run_dirs_may_mix_relative_and_absolute_paths(tmp_path, monkeypa
 
 
 def test_until_step_reads_the_same_runs_as_if_their_budget_had_ended_there(tmp_path, capsys):
-    """--until-step N (session 31: the default's 600 steps read off 1200-step runs): time-to-peak, plateau and
+    """--until-step N (a 600-step budget read off 1200-step runs): time-to-peak, plateau and
     levels on the curves cut at step N give the tables the curves cut by hand give, and differ from the whole
     curves'; a cut with no evaluation after step 0, or a step count below 1, is an input error."""
     root = fake_tree(tmp_path / "runs")
@@ -529,7 +529,7 @@ def test_until_step_reads_the_same_runs_as_if_their_budget_had_ended_there(tmp_p
 
 
 def test_collect_warns_when_one_settings_runs_start_from_different_weights(tmp_path, capsys):
-    """config.json meta.policy.weights_sha256 (a tiny build differs between CPU kinds, issue 10): collect
+    """config.json meta.policy.weights_sha256 (a tiny build differs between CPU kinds): collect
     warns, naming both builds, when the runs of one setting started from different weights; the tables
     are still written. Runs of one build, or without the record (older runs), give no warning."""
     root = tmp_path / "runs"
@@ -571,7 +571,7 @@ def test_cli_missing_inputs_exit_2(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------------------------
-# the authors' released logs (PAPER.md §4-§5)
+# the authors' released logs (docs/paper.md#released-logs)
 
 
 @pytest.fixture(scope="module")
@@ -604,7 +604,7 @@ def test_released_cli_writes_table(tmp_path):
     assert {"curves.csv", "steps.csv", "time_to_peak.md", "time_to_peak.tex"} <= {p.name for p in tmp_path.iterdir()}
 
 
-# PAPER.md §4: (arm, n, m) -> mean ans_acc (%) at 0.5, 1, 2, 3, 4, 5, 6 h; peak (time h); s/step
+# The released (a) sweeps: (arm, n, m) -> mean ans_acc (%) at 0.5, 1, 2, 3, 4, 5, 6 h; peak (time h); s/step
 PAPER_SEC4 = {
     ("grpo", 16, 16): ([79.11, 79.45, 80.65, 81.27, 81.64, 81.32, 80.76], 81.64, 4.0, 7.53),
     ("pods", 32, 16): ([79.21, 79.91, 80.68, 80.93, 81.44, 82.07, 82.43], 82.44, 5.5, 7.89),
@@ -673,14 +673,14 @@ def test_released_other_settings_match_paper_section_5(released):
     f_ga, f_pods = curve("f", "grpo_ga"), curve("f", "pods")
     assert (f_ga.max(), f_ga.idxmax() / 60, f_pods.max(), f_pods.idxmax() / 60) == (87.24, 28, 87.94, 30)
     assert f_ga.loc[[720, 840, 1080, 1200, 1320, 1440]].round(1).tolist() == [47.8, 64.0, 68.3, 59.9, 75.7, 84.1]
-    # Fig. 7 cross-check: the GSM8K-trained (a) models on MATH-500 (PAPER.md §5).
+    # Fig. 7 cross-check: the GSM8K-trained (a) models on MATH-500 (docs/paper.md#figures).
     a_grpo, a_pods = curve("a", "grpo", dataset="math"), curve("a", "pods", dataset="math")
     assert (a_grpo[1800.0], a_grpo[21600.0], a_grpo.max()) == pytest.approx((41.8, 42.9, 43.8), abs=0.05)
     assert (a_pods[1800.0], a_pods[21600.0]) == pytest.approx((43.5, 47.9), abs=0.05)
 
 
 # ----------------------------------------------------------------------------------------------
-# the three speed-ups (issue 10 item 2), on hand-made tidy frames
+# the three speed-ups, on hand-made tidy frames
 
 
 def _tidy_arm(setting, arm, n, m, seeds_values, seeds_steps):

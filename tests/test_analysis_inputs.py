@@ -1,4 +1,4 @@
-"""pods.analysis refuses nonsense (issue 13 item 6): values out of range, broken or wrongly shaped
+"""pods.analysis refuses nonsense: values out of range, broken or wrongly shaped
 JSON/CSV, a comparison with a missing arm, and an interval from one seed. Each error names the file
 (and line, row or key) and says what to do.
 

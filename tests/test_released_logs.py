@@ -1,7 +1,7 @@
 """pods.analysis.released_logs: the committed SHA-256 manifest of the authors' released logs, verification of a
 local copy, and the download of the pinned release (offline: a file:// tarball and an unreachable host).
 
-Issue 12 item 4: the README's released-logs command downloads the pinned release by default, verified
+The README's released-logs command downloads the pinned release by default, verified
 against the manifest; a local copy (``--config released_logs=DIR``) is verified the same way; a failed
 download says why and what to do instead.
 """

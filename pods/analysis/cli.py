@@ -6,7 +6,7 @@ curves.csv (pods.analysis.tidy) and writes the tables of pods.analysis.speedups,
 ablations and gradsignal.
 
 Run:
-    python -m pods.analysis released --logs ../shared/reference/pods-released-results --out-dir results/released
+    python -m pods.analysis released --logs DIR --out-dir results/released
     python -m pods.analysis collect --runs results/runs --out-dir results/tables --sheet config/runs_tiny.tsv
     python -m pods.analysis time-to-peak --curves results/tables/curves.csv --steps results/tables/steps.csv \
         --paper-steps results/released/steps.csv --out-dir results/tables

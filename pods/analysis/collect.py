@@ -80,7 +80,7 @@ def _grid_index(time_s: float, grid_s: float) -> int:
 
 def _check_finished(run_dir: Path) -> None:
     """A run that says it finished (summary.json) must hold every step and evaluation it claims: a cut
-    or duplicated metrics.jsonl / eval.jsonl is refused, naming the file (issue 13, item 5)."""
+    or duplicated metrics.jsonl / eval.jsonl is refused, naming the file."""
     if (run_dir / "summary.json").exists():
         try:
             RunLogger(run_dir, enabled=False).check_finished()
@@ -236,7 +236,7 @@ def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
 def _warn_mixed_policies(step_rows: list[dict]) -> None:
     """Warn (stderr) when one setting's runs started from different weights (``meta.policy.weights_sha256``,
     recorded for tiny models): its arms are then not one experiment. A tiny model built on another kind
-    of CPU differs (issue 10), so run directories copied between machines can mix builds."""
+    of CPU differs (docs/tiny-scale.md), so run directories copied between machines can mix builds."""
     by_setting: dict[str, dict[str, list[str]]] = {}
     for row in step_rows:
         if row.get("policy_sha256"):

@@ -9,7 +9,7 @@ For each setting of the scale's run sheet: runs = sum over its rows (arms) of th
 seed set (``scales.<scale>.seeds``); GPUs per run = ``scales.<scale>.settings.<letter>.gpus``; the
 training budget of a run = ``budget.max_time_s`` of the setting's experiment YAML at that scale,
 unless the scale's or the row's overrides set it. ``train GPU-h`` = runs x GPUs x budget: the paper's
-training clock (evaluation excluded, PAPER.md §3.3), a lower bound. ``reserved GPU-h`` = runs x GPUs x
+training clock (evaluation excluded, arXiv 2504.13818 §4), a lower bound. ``reserved GPU-h`` = runs x GPUs x
 ``runtime_min``: the wall time the workflow books per job (training + evaluation + start-up), an
 upper bound.
 """
@@ -41,6 +41,12 @@ class CostError(ValueError):
 def _budget_s(experiment: Path, overrides: Sequence[Mapping[str, Any]]) -> float:
     for layer in reversed(overrides):  # the last layer that sets it wins (row > setting > scale)
         if "budget.max_time_s" in layer:
+            if layer["budget.max_time_s"] is None:
+                raise CostError(
+                    "this scale's runs have no wall-clock budget (budget.max_time_s: null; they train a number of "
+                    "steps): `pods cost` estimates GPU-hours of time-budget scales, e.g. --scale paper; for a "
+                    "step-budget scale, time a finished job with `pods analysis job-time --root ROOT`"
+                )
             return float(layer["budget.max_time_s"])
     if not experiment.is_file():
         raise CostError(

@@ -299,8 +299,8 @@ def read_released(log_dir: str | Path, sheet: str | Path | None = PAPER_SHEET) -
     if not log_dir.is_dir():
         raise AnalysisInputError(
             f"released-logs folder {log_dir} does not exist: pass the authors' results/ folder "
-            "(a copy is at ../shared/reference/pods-released-results; upstream: "
-            "github.com/YixuanEvenXu/pods, commit 187f43b, folder results/)"
+            "(github.com/YixuanEvenXu/pods, commit 187f43b, folder results/; "
+            "`python -m pods.analysis.released_logs download --dest DIR` fetches it)"
         )
     rows, step_rows, base_cache = [], [], {}
     single_gpu = _single_gpu_pattern()
