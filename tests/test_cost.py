@@ -74,7 +74,9 @@ def test_cli(tmp_path, capsys, monkeypatch):
     assert "unknown scale" in capsys.readouterr().err
     assert cli.main(["cost", "--scale", "tiny"]) == 2  # step budgets: one line, not a TypeError
     err = capsys.readouterr().err
-    assert "no wall-clock budget" in err and "job-time" in err and len(err.strip().splitlines()) == 1
+    assert "no wall-clock budget" in err
+    assert "job-time" in err
+    assert len(err.strip().splitlines()) == 1
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{cost.README_START}old table\n{cost.README_END}\nrest\n")
     assert cli.main(["cost", "--write-readme", str(readme)]) == 0
