@@ -63,12 +63,12 @@ class Records:
     """The committed data the page is computed from."""
 
     data: Path
-    tiny_curves: pd.DataFrame
+    tiny_curves: pd.DataFrame | None  # None: the tiny default job is not recorded (the page says so)
     tiny_steps: pd.DataFrame | None
     released_curves: pd.DataFrame
     released_steps: pd.DataFrame | None
-    jobs: list[dict]
-    job: dict
+    jobs: list[dict] | None
+    job: dict | None
     gpu_index: pd.DataFrame
     gpu_curves: pd.DataFrame | None
     gpu_steps: pd.DataFrame | None
@@ -80,29 +80,55 @@ def _need(path: Path, how: str) -> Path:
     return path
 
 
+TINY_FILES = ("job.json", "curves.csv.gz", "steps.csv.gz", "jobs.tsv")
+
+
 def load_records(data: str | Path = DATA) -> Records:
+    """The records under `data`. The tiny default job's (`tiny/`) are all there or all absent: absent, the
+    page states that the job is not recorded; some of them absent is an input error."""
     data = Path(data)
     record = f"run the main job ({MAIN_JOB}), then `pods analysis results --record results --wall-s SECONDS`"
     tiny, rel = data / "tiny", data / "released"
-    job_path = _need(tiny / "job.json", record)
-    try:
-        job = json.loads(job_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise AnalysisInputError(f"{job_path}: not a JSON record ({err}); write it again with --record") from None
+    present = [name for name in TINY_FILES if (tiny / name).exists()]
+    job = jobs = tiny_curves = tiny_steps = None
+    if present:
+        for name in TINY_FILES:
+            _need(tiny / name, f"the tiny record is incomplete ({', '.join(present)} present); {record}")
+        job_path = tiny / "job.json"
+        try:
+            job = json.loads(job_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise AnalysisInputError(f"{job_path}: not a JSON record ({err}); write it again with --record") from None
+        if not isinstance(job, dict) or not isinstance(job.get("wall_s"), (int, float)):
+            raise AnalysisInputError(f"{job_path}: has no number 'wall_s'; write it again with --record")
+        tiny_curves, tiny_steps = read_curves(tiny / "curves.csv.gz"), read_steps(tiny / "steps.csv.gz")
+        jobs = jobtime.read_jobs(tiny / "jobs.tsv")
     gpu_index = pd.read_csv(_need(data / "gpu_asymmetry.tsv", "it lists the GPU asymmetry files"), sep="\t")
     gpu_curves = data / "gpu_h100_tt_curves.csv"
     return Records(
         data=data,
-        tiny_curves=read_curves(_need(tiny / "curves.csv.gz", record)),
-        tiny_steps=read_steps(_need(tiny / "steps.csv.gz", record)),
+        tiny_curves=tiny_curves,
+        tiny_steps=tiny_steps,
         released_curves=read_curves(_need(rel / "curves.csv.gz", f"write it with `{RELEASED_CMD}` and --record")),
         released_steps=read_steps(_need(rel / "steps.csv.gz", f"write it with `{RELEASED_CMD}` and --record")),
-        jobs=jobtime.read_jobs(_need(tiny / "jobs.tsv", record)),
+        jobs=jobs,
         job=job,
         gpu_index=gpu_index,
         gpu_curves=read_curves(gpu_curves) if gpu_curves.exists() else None,
         gpu_steps=read_steps(data / "gpu_h100_tt_steps.csv") if (data / "gpu_h100_tt_steps.csv").exists() else None,
     )
+
+
+def record_released(released: str | Path, data: str | Path) -> list[Path]:
+    """Copy the released-logs tables (`released`/curves.csv, steps.csv) into `data`/released/, compressed."""
+    out = Path(data) / "released"
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in ("curves.csv", "steps.csv"):
+        frame = pd.read_csv(_need(Path(released) / name, f"run `{RELEASED_CMD}` first"))
+        written.append(out / f"{name}.gz")
+        frame.to_csv(written[-1], index=False, compression={"method": "gzip", "mtime": 0})
+    return written
 
 
 def record_job(
@@ -124,12 +150,7 @@ def record_job(
         frame.to_csv(written[-1], index=False, compression={"method": "gzip", "mtime": 0})
     written.append(jobtime.write_jobs(jobtime.job_table(root), tiny / "jobs.tsv"))
     if released is not None:
-        out = data / "released"
-        out.mkdir(parents=True, exist_ok=True)
-        for name in ("curves.csv", "steps.csv"):
-            frame = pd.read_csv(_need(Path(released) / name, f"run `{RELEASED_CMD}` first"))
-            written.append(out / f"{name}.gz")
-            frame.to_csv(written[-1], index=False, compression={"method": "gzip", "mtime": 0})
+        written += record_released(released, data)
     import torch  # the versions that trained the runs
 
     cpu = "unknown"
@@ -222,7 +243,7 @@ def _minutes(s: float) -> str:
 @dataclass
 class Tables:
     released: pd.DataFrame
-    tiny: pd.DataFrame
+    tiny: pd.DataFrame | None  # None: no tiny record
     budgets: dict[int, pd.DataFrame]
     tiny_levels: dict[int, pd.DataFrame]
     released_levels: pd.DataFrame
@@ -241,6 +262,16 @@ def compute(rec: Records, n_boot: int = DEFAULT_N_BOOT) -> Tables:
         rec.released_curves, released_comparisons(), n_boot=n_boot, boot_seed=BOOT_SEED,
         steps=rec.released_steps, **rel_kw,
     )  # fmt: skip
+    released_levels = level_table(rec.released_curves, n_boot=n_boot, boot_seed=BOOT_SEED)
+    ablations = ablation_table(rec.tiny_curves, rec.released_curves, n_boot=n_boot, seed=BOOT_SEED)
+    gpu = None
+    if rec.gpu_curves is not None:
+        gpu = speedup_table(
+            rec.gpu_curves, default_comparisons(rec.gpu_curves), n_boot=n_boot, boot_seed=BOOT_SEED,
+            steps=rec.gpu_steps, **rel_kw,
+        )  # fmt: skip
+    if rec.tiny_curves is None:
+        return Tables(released, None, {}, {}, released_levels, ablations, gpu)
     tiny = speedup_table(
         rec.tiny_curves, default_comparisons(rec.tiny_curves), n_boot=n_boot, boot_seed=BOOT_SEED,
         steps=rec.tiny_steps, **rel_kw,
@@ -253,16 +284,7 @@ def compute(rec: Records, n_boot: int = DEFAULT_N_BOOT) -> Tables:
             a_only, default_comparisons(a_only), n_boot=n_boot, boot_seed=BOOT_SEED, steps=rec.tiny_steps, **rel_kw
         )
         tiny_levels[b] = level_table(a_only, n_boot=n_boot, boot_seed=BOOT_SEED)
-    full_levels = level_table(rec.tiny_curves, n_boot=n_boot, boot_seed=BOOT_SEED)
-    tiny_levels["all"] = full_levels
-    released_levels = level_table(rec.released_curves, n_boot=n_boot, boot_seed=BOOT_SEED)
-    ablations = ablation_table(rec.tiny_curves, rec.released_curves, n_boot=n_boot, seed=BOOT_SEED)
-    gpu = None
-    if rec.gpu_curves is not None:
-        gpu = speedup_table(
-            rec.gpu_curves, default_comparisons(rec.gpu_curves), n_boot=n_boot, boot_seed=BOOT_SEED,
-            steps=rec.gpu_steps, **rel_kw,
-        )  # fmt: skip
+    tiny_levels["all"] = level_table(rec.tiny_curves, n_boot=n_boot, boot_seed=BOOT_SEED)
     return Tables(released, tiny, budgets, tiny_levels, released_levels, ablations, gpu)
 
 
@@ -306,8 +328,9 @@ def _headline_rows(rec: Records, t: Tables) -> list[list[str]]:
         paper = srec.paper_speedup
         rel_wall = "no released logs" if r_rel is None else _ci(r_rel, "speedup_exact", "")
         rel_step = "-" if r_rel is None else _ci(r_rel, "speedup_steps")
-        tiny = "-" if r_tiny is None else _ci(r_tiny, "speedup_steps")
-        seeds = "-" if r_tiny is None else f"{int(r_tiny['n_seeds_baseline'])} + {int(r_tiny['n_seeds_pods'])}"
+        missing = "not recorded" if t.tiny is None else "-"
+        tiny = missing if r_tiny is None else _ci(r_tiny, "speedup_steps")
+        seeds = missing if r_tiny is None else f"{int(r_tiny['n_seeds_baseline'])} + {int(r_tiny['n_seeds_pods'])}"
         paper_cell = f"{paper:.1f}" if paper else "-"
         if letter in per_step:
             paper_cell += f" ({per_step[letter]:.2f} per step)"
@@ -325,24 +348,50 @@ HEADLINE_HEAD = [
 ]
 
 
-def headline(rec: Records, t: Tables) -> str:
+NOT_RECORDED = (
+    "The tiny default job (every figure and table of the tiny scale, (a) on 64 seeds per arm) is not recorded "
+    f"in this version: run `{MAIN_JOB}`, then `pods analysis results --record results --released results/released "
+    "--wall-s SECONDS` fills its columns."
+)
+
+
+def headline(rec: Records, t: Tables, page_link: str = "docs/results.md") -> str:
     lines = _md(HEADLINE_HEAD, _headline_rows(rec, t))
     job = rec.job
-    lines += [
-        "",
+    text = (
         "Speed-up = the baseline's time (or optimizer steps) to first reach 0.99 x its peak mean accuracy over "
-        "PODS's; 95% intervals over seeds, never-reached resamples counted ([docs/results.md](docs/results.md) "
-        "has every number with its command and data). The tiny default job (every figure and table of the tiny "
-        f"scale) took {_minutes(float(job['wall_s']))} from a fresh clone on {int(job.get('cores', 2))} cores "
-        f"({job.get('cpu', 'a CPU')}); projected {_minutes(jobtime.project(rec.jobs, 8))} on 8 and "
-        f"{_minutes(jobtime.project(rec.jobs, 16))} on 16.",
-    ]
-    return "\n".join(lines) + "\n"
+        f"PODS's; 95% intervals over seeds, never-reached resamples counted ([docs/results.md]({page_link}) "
+        "has every number with its command and data). "
+    )
+    if job is None or rec.jobs is None:
+        text += NOT_RECORDED
+    else:
+        text += (
+            "The tiny default job (every figure and table of the tiny "
+            f"scale) took {_minutes(float(job['wall_s']))} from a fresh clone on {int(job.get('cores', 2))} cores "
+            f"({job.get('cpu', 'a CPU')}); projected {_minutes(jobtime.project(rec.jobs, 8))} on 8 and "
+            f"{_minutes(jobtime.project(rec.jobs, 16))} on 16."
+        )
+    return "\n".join([*lines, "", text]) + "\n"
 
 
 def _verdict_per_step(rec: Records, t: Tables) -> list[str]:
     per_step = paper_per_step(rec)
     out = []
+    sides: dict[str, list[str]] = {}
+    for letter, value in per_step.items():
+        r = _row(t.released, letter)
+        if r is not None:
+            sides.setdefault(_side(r, value, "speedup_steps"), []).append(f"({letter})")
+    words = {"includes": "includes", "above": "lies above", "below": "lies below", "no interval": "has no interval for"}
+    if sides:
+        out.append(
+            "the released curves read per optimizer step: "
+            + "; ".join(
+                f"the interval {words[k]} the figure implied by Table 3 in {', '.join(v)}" for k, v in sides.items()
+            )
+            + "."
+        )
     r = _row(t.tiny, "a")
     if r is not None and "a" in per_step:
         side = _side(r, per_step["a"], "speedup_steps")
@@ -367,6 +416,14 @@ def _verdict_per_step(rec: Records, t: Tables) -> list[str]:
                 "no interval": "Too few seeds for an interval.",
             }[side1]  # fmt: skip
         )
+    g = _row(t.gpu, "a")
+    if g is not None and "a" in per_step:
+        side, side1 = _side(g, per_step["a"], "speedup_steps"), _side(g, 1.0, "speedup_steps")
+        out.append(
+            f"the tiny (a) on one H100, {_ci(g, 'speedup_steps')}: its interval {words[side]} the paper's "
+            f"{per_step['a']:.2f} and {words[side1]} 1"
+            + (", so it does not resolve a per-step gain." if side1 == "includes" else ".")
+        )
     return out
 
 
@@ -387,7 +444,7 @@ def page(rec: Records, t: Tables) -> str:
     add("")
     add("## At a glance")
     add("")
-    L.extend(headline(rec, t).rstrip("\n").splitlines())
+    L.extend(headline(rec, t, page_link="results.md").rstrip("\n").splitlines())
     add("")
     add(f"Commands: released logs `{RELEASED_CMD}` (data: `benchmarks/results/released/`); tiny job "
         f"`{MAIN_JOB}` (data: `benchmarks/results/tiny/`).")  # fmt: skip
@@ -424,7 +481,7 @@ def page(rec: Records, t: Tables) -> str:
             f"({letter})",
             f"{per_step[letter]:.2f}" if letter in per_step else "-",
             "-" if r_rel is None else _ci(r_rel, "speedup_steps"),
-            "-" if r_tiny is None else _ci(r_tiny, "speedup_steps"),
+            ("not recorded" if t.tiny is None else "-") if r_tiny is None else _ci(r_tiny, "speedup_steps"),
             "-" if r_gpu is None else _ci(r_gpu, "speedup_steps"),
         ])  # fmt: skip
     L.extend(_md(["setting", "paper: Table 3 x s/step(PODS) / s/step(baseline)", "released logs (i)",
@@ -443,8 +500,11 @@ def page(rec: Records, t: Tables) -> str:
     # 3. (a) across budgets
     add("## 3. The tiny (a) as its budget grows")
     add("")
+    if t.tiny is None:
+        add(NOT_RECORDED)
+        add("")
     rows = []
-    for b in BUDGETS:
+    for b in BUDGETS if t.tiny is not None else ():
         r = _row(t.budgets[b], "a")
         p = _pooled(t.tiny_levels[b], "a")
         if r is None:
@@ -452,9 +512,10 @@ def page(rec: Records, t: Tables) -> str:
         rows.append([str(b), _ci(r, "speedup_steps"), "-" if p is None else _lcell(p),
                      f"{_num(float(r['peak_at_baseline']), 0)} of {_num(float(r['last_at_baseline']), 0)}",
                      _num(100 * float(r.get("trend_baseline", math.nan)), 1)])  # fmt: skip
-    L.extend(_md(["budget (steps)", "(i) steps to 0.99 x GRPO's peak", "pooled fixed levels (0.25-0.9 of the rise)",
-                  "GRPO's mean peaks at step", "GRPO's 2nd-half trend (points)"], rows))  # fmt: skip
-    add("")
+    if rows:
+        L.extend(_md(["budget (steps)", "(i) steps to 0.99 x GRPO's peak", "pooled fixed levels (0.25-0.9 of the rise)",
+                      "GRPO's mean peaks at step", "GRPO's 2nd-half trend (points)"], rows))  # fmt: skip
+        add("")
     add("The same runs read as if their step budget had ended earlier (`pods analysis time-to-peak --until-step "
         "B`; the tiny runs train the same up to any step). Time-to-peak chases GRPO's peak, which moves while "
         "GRPO still rises; the fixed levels below the peak do not move once both arms reach them.")  # fmt: skip
@@ -475,17 +536,19 @@ def page(rec: Records, t: Tables) -> str:
     L.extend(_md(["setting", "(i) per step", "GRPO-GA s/step over PODS's", "(ii) training time",
                   "(iii) paper hardware"], rows))  # fmt: skip
     add("")
-    verdicts = []
+    verdicts, step_ratios = [], []
     for letter in ("e", "f"):
         r = _row(t.released, letter)
         if r is not None:
+            step_ratios.append(float(r["sps_baseline"]) / float(r["sps_pods"]))
             side = _side(r, 1.0, "speedup_steps")
             verdicts.append(f"({letter}) released: per step {_ci(r, 'speedup_steps')} "
                             f"({'includes 1' if side == 'includes' else side + ' 1'})")  # fmt: skip
     add("Verdict: " + "; ".join(verdicts) + ". Per optimizer step PODS is level with GRPO-GA within the "
         "intervals; its wall-clock gain is its cheaper step (fewer micro-batches per step). The paper's bars "
         "put GRPO-GA's step at 2.2x (e) and 4.2x (f) PODS's by counting logging calls as steps; counted as "
-        "optimizer steps it is about 1.6-1.7x.")  # fmt: skip
+        "optimizer steps it is "
+        + (f"{min(step_ratios):.2f}-{max(step_ratios):.2f}x." if step_ratios else "not in the data."))  # fmt: skip
     add("")
 
     # 5. sweeps and rules
@@ -496,11 +559,11 @@ def page(rec: Records, t: Tables) -> str:
     ours = ab[(ab["source"] == "ours")]
     rel_step = ab[(ab["source"] == "released") & (ab["axis"] == "step")]
     rel_hour = ab[(ab["source"] == "released") & (ab["axis"] == "time_s")]
-    for _, r in ours.iterrows():
+    for _, r in (ours if len(ours) else rel_step).iterrows():
         if bool(r["reference"]):
             continue
         match = [x[(x["group"] == r["group"]) & (x["n"] == r["n"]) & (x["m"] == r["m"]) & (x["rule"] == r["rule"])
-                 & (x["normalize"] == r["normalize"])] for x in (rel_hour, rel_step)]  # fmt: skip
+                 & (x["normalize"] == r["normalize"])] for x in (rel_hour, rel_step, ours)]  # fmt: skip
 
         def cell(x):
             if x is None or not len(x):
@@ -510,8 +573,9 @@ def page(rec: Records, t: Tables) -> str:
                 f"{100 * float(x['diff']):+.1f} [{100 * float(x['diff_low']):+.1f}, {100 * float(x['diff_high']):+.1f}]"
             )
 
+        tiny_cell = cell(pd.DataFrame([r])) if len(ours) else ("not recorded" if t.tiny is None else "-")
         rows.append([r["group"], r["arm"], f"{int(r['n'])}/{int(r['m'])}", cell(match[0]), cell(match[1]),
-                     cell(pd.DataFrame([r]))])  # fmt: skip
+                     tiny_cell])  # fmt: skip
     L.extend(_md(["group", "arm", "n/m", "released, per hour", "released, per step",
                   "tiny default job, per step"], rows))  # fmt: skip
     add("")
@@ -529,7 +593,8 @@ def page(rec: Records, t: Tables) -> str:
         fall = float(tok.iloc[0] / tok[512]) if 512 in tok.index else math.nan
         if not math.isnan(fall) and g["counts"] == "yes":
             falls.append(fall)
-        rows.append([str(g["gpu"]), str(g["model"]), _num(fall, 1) + "x", str(g["note"]), f"`{g['file']}`"])
+        rows.append([str(g["gpu"]), str(g["model"]), "-" if math.isnan(fall) else f"{fall:.1f}x", str(g["note"]),
+                     f"`{g['file']}`"])  # fmt: skip
     L.extend(_md(["GPU", "model", "per-token generation time, 8 -> 512 rollouts", "note", "data"], rows))
     add("")
     if falls:
@@ -583,6 +648,10 @@ def page(rec: Records, t: Tables) -> str:
     add("## 9. What the tiny default job costs")
     add("")
     job = rec.job
+    if job is None or rec.jobs is None:
+        add(NOT_RECORDED)
+        add("")
+        return "\n".join(L) + "\n"
     total = sum(j["seconds"] for j in rec.jobs)
     cores = int(job.get("cores", 2))
     proj = {k: jobtime.project(rec.jobs, k) for k in (cores, 8, 16)}
@@ -615,7 +684,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "pods analysis results")
     )
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page or the block differs")
     ap.add_argument("--record", metavar="ROOT", help="copy the finished main job under ROOT into --data first")
-    ap.add_argument("--released", metavar="DIR", help="with --record: the released tables (results/released)")
+    ap.add_argument(
+        "--released", metavar="DIR", help="copy the released-logs tables under DIR (results/released) into --data"
+    )
     ap.add_argument("--wall-s", type=float, help="with --record: the job's measured wall seconds")
     ap.add_argument("--install-s", type=float, help="with --record: the install's seconds")
     args = ap.parse_args(argv)
@@ -624,6 +695,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "pods analysis results")
             if args.wall_s is None or not args.wall_s > 0:
                 raise AnalysisInputError("--record needs --wall-s SECONDS, the job's measured wall time")
             for p in record_job(args.record, args.data, args.wall_s, args.install_s, args.released):
+                print(f"recorded {p}")
+        elif args.released:
+            for p in record_released(args.released, args.data):
                 print(f"recorded {p}")
         rec = load_records(args.data)
         tables = compute(rec)

@@ -1,0 +1,161 @@
+"""docs/results.md and the README's headline block are what the committed records give, number for number, and
+the page's arithmetic is the paper's (the per-step figure is Table 3 x s/step(PODS) / s/step(GRPO), not its
+inverse)."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pods.analysis import results
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "benchmarks" / "results"
+needs_tiny = pytest.mark.skipif(
+    not (DATA / "tiny" / "job.json").exists(), reason="the tiny default job is not recorded in benchmarks/results/tiny/"
+)
+
+
+@pytest.fixture(scope="module")
+def generated():
+    rec = results.load_records(DATA)
+    tables = results.compute(rec)
+    return rec, tables, results.page(rec, tables)
+
+
+def test_the_results_page_regenerates_byte_for_byte(generated):
+    _, _, text = generated
+    assert (REPO / "docs" / "results.md").read_text(encoding="utf-8") == text, (
+        "docs/results.md differs from what benchmarks/results/ gives: run `pods analysis results`"
+    )
+
+
+def test_the_readme_headline_block_is_the_generated_one(generated):
+    rec, tables, _ = generated
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert results.replace_block(readme, results.headline(rec, tables)) == readme, (
+        "README.md's results block differs from what benchmarks/results/ gives: run `pods analysis results`"
+    )
+
+
+def test_the_paper_per_step_figure_multiplies_by_the_step_cost_ratio(generated):
+    rec, _, text = generated
+    per_step = results.paper_per_step(rec)
+    # (a): 2.0 x 10.08 / 7.53 on one L40S, the released logs' seconds per step of the two arms
+    assert per_step["a"] == pytest.approx(2.0 * 10.08 / 7.53, abs=0.01)
+    assert "2.0 x 10.08 / 7.53 = 2.68" in text
+    assert "1.49" not in text  # the inverted reading, 2.0 / (10.08 / 7.53)
+
+
+@needs_tiny
+def test_the_default_job_trains_a_on_64_seeds_per_arm(generated):
+    rec, tables, _ = generated
+    a = tables.tiny[tables.tiny["setting"].astype(str) == "a"].iloc[0]
+    assert (a["n_seeds_baseline"], a["n_seeds_pods"]) == (64, 64)
+    assert not math.isnan(a["speedup_steps_ci_low"])
+
+
+def test_every_interval_on_the_page_counts_never_reached_resamples(generated):
+    """Where PODS misses the target in some resamples the page says how often, beside the interval."""
+    _, tables, text = generated
+    for table in (tables.released, tables.tiny, tables.gpu):
+        for _, r in (table if table is not None else pd.DataFrame()).iterrows():
+            if r["p_pods_never"] > 0 and not math.isnan(r["speedup_steps_ci_low"]):
+                assert r["speedup_steps_ci_low"] == 0.0 or r["p_pods_never"] < 0.025
+    assert re.search(r"never \d+%", text)
+
+
+@needs_tiny
+def test_budget_cuts_read_the_same_runs(generated):
+    """(a) at 300 and 450 steps is the 600-step job cut there (no other runs), on the same seeds."""
+    rec, tables, _ = generated
+    for b in results.BUDGETS:
+        row = tables.budgets[b].iloc[0]
+        assert row["last_at_baseline"] <= b
+        assert (row["n_seeds_baseline"], row["n_seeds_pods"]) == (64, 64)
+
+
+def test_record_job_copies_the_tables_and_the_host(tmp_path):
+    root = tmp_path / "job"
+    (root / "tables").mkdir(parents=True)
+    curves = pd.read_csv(DATA / "gpu_h100_tt_curves.csv").head(50)
+    curves.to_csv(root / "tables" / "curves.csv", index=False)
+    pd.read_csv(DATA / "gpu_h100_tt_steps.csv").head(5).to_csv(root / "tables" / "steps.csv", index=False)
+    (root / "logs" / "train" / "a").mkdir(parents=True)
+    (root / "logs" / "train" / "a" / "seed~0.benchmark.tsv").write_text("s\tmax_rss\n12.5\t1\n")
+    written = results.record_job(root, tmp_path / "data", 3600.0, 50.0, None)
+    assert {p.name for p in written} == {"curves.csv.gz", "steps.csv.gz", "jobs.tsv", "job.json"}
+    assert pd.read_csv(tmp_path / "data" / "tiny" / "curves.csv.gz").equals(curves)
+    again = results.record_job(root, tmp_path / "data2", 3600.0, 50.0, None)
+    assert (tmp_path / "data" / "tiny" / "curves.csv.gz").read_bytes() == again[0].read_bytes()  # no timestamp
+    with pytest.raises(results.AnalysisInputError, match="finish the main job first"):
+        results.record_job(tmp_path / "nothing", tmp_path / "d", 1.0, None, None)
+
+
+def _job_record(tmp_path) -> Path:
+    """A copy of the committed records with a tiny job recorded from real tiny runs (the H100 record of the tiny
+    (a) on 8 seeds and (e) on 4, standing in for the default job), as `--record` writes it."""
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("tiny"))
+    root = tmp_path / "job"
+    (root / "tables").mkdir(parents=True)
+    shutil.copy(DATA / "gpu_h100_tt_curves.csv", root / "tables" / "curves.csv")
+    shutil.copy(DATA / "gpu_h100_tt_steps.csv", root / "tables" / "steps.csv")
+    for i, (name, s) in enumerate([("a/seed~0", 100.0), ("a/seed~1", 140.0), ("e/seed~0", 60.0)]):
+        f = root / "logs" / "train" / f"{name}.benchmark.tsv"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"s\tmax_rss\n{s}\t{i}\n")
+    results.record_job(root, data, 5400.0, 50.0, None)
+    return data
+
+
+def test_a_recorded_job_fills_the_tiny_columns_and_the_cost_section(tmp_path):
+    data = _job_record(tmp_path)
+    rec = results.load_records(data)
+    tables = results.compute(rec, n_boot=200)
+    text = results.page(rec, tables)
+    a = tables.tiny[tables.tiny["setting"].astype(str) == "a"].iloc[0]
+    assert (a["n_seeds_baseline"], a["n_seeds_pods"]) == (8, 8)
+    assert "not recorded" not in text
+    head = results.headline(rec, tables)
+    assert "| 8 + 8 |" in head
+    assert "took 1 h 30 min from a fresh clone" in head
+    assert "## 9. What the tiny default job costs" in text
+    assert "the check" in text
+    assert len([ln for ln in text.splitlines() if ln.startswith("| 300 |") or ln.startswith("| 450 |")]) == 2
+
+
+def test_without_a_tiny_record_the_page_says_so_and_how_to_make_it(generated):
+    rec, tables, text = generated
+    if rec.job is not None:
+        pytest.skip("the tiny default job is recorded")
+    assert tables.tiny is None
+    assert "is not recorded in this version" in text
+    assert "--record results" in text
+    assert "## 1. Table 3 from the authors' released logs" in text
+
+
+@pytest.mark.parametrize("drop", ["jobs.tsv", "curves.csv.gz"])
+def test_an_incomplete_tiny_record_is_refused(tmp_path, drop):
+    data = _job_record(tmp_path)
+    (data / "tiny" / drop).unlink()
+    with pytest.raises(
+        results.AnalysisInputError, match=f"tiny/{re.escape(drop)} is missing: the tiny record is incomplete"
+    ):
+        results.load_records(data)
+
+
+def test_released_tables_alone_can_be_recorded(tmp_path):
+    src = tmp_path / "released"
+    src.mkdir()
+    pd.read_csv(DATA / "released" / "curves.csv.gz").head(40).to_csv(src / "curves.csv", index=False)
+    pd.read_csv(DATA / "released" / "steps.csv.gz").head(4).to_csv(src / "steps.csv", index=False)
+    rc = results.main(["--released", str(src), "--data", str(tmp_path / "d"), "--out", str(tmp_path / "p.md"),
+                       "--readme", str(tmp_path / "none.md"), "--check"])  # fmt: skip
+    assert (tmp_path / "d" / "released" / "curves.csv.gz").exists()
+    assert rc == 2  # the copy has no GPU index: a one-line error, the recorded tables kept
