@@ -159,3 +159,13 @@ def test_released_tables_alone_can_be_recorded(tmp_path):
                        "--readme", str(tmp_path / "none.md"), "--check"])  # fmt: skip
     assert (tmp_path / "d" / "released" / "curves.csv.gz").exists()
     assert rc == 2  # the copy has no GPU index: a one-line error, the recorded tables kept
+
+
+def test_the_recorded_trl_benchmark_matches_trls_generate_calls_and_time():
+    """The committed `pods bench trl_generation` record: PODSGRPOTrainer makes TRL's generate calls per step and
+    takes at most 1.10x TRL's generation seconds (medians, the trainers interleaved on one CPU)."""
+    trl = pd.read_csv(DATA / "trl_generation.csv").set_index("trainer")
+    pods_row, trl_row = trl.loc["PODSGRPOTrainer"], trl.loc["trl.GRPOTrainer"]
+    assert pods_row["generate_calls_per_step"] == trl_row["generate_calls_per_step"]
+    assert pods_row["generation_s_per_step"] <= 1.10 * trl_row["generation_s_per_step"]
+    assert pods_row["tokens_per_step"] == pytest.approx(trl_row["tokens_per_step"], rel=0.05)  # equal rollouts

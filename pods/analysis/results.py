@@ -640,8 +640,10 @@ def page(rec: Records, t: Tables) -> str:
             add("")
             add(f"Medians over repeats, the trainers interleaved on one CPU (`pods bench trl_generation --out "
                 f"{trl_path.name}`). Verdict: `PODSGRPOTrainer` makes TRL's generate calls and takes {ratio:.2f}x "
-                "TRL's generation time at equal rollouts; the per-group seeded generation that `pods train` keeps "
-                "for reproducibility costs one call per prompt group.")  # fmt: skip
+                f"TRL's generation time at equal rollouts ({'within' if ratio <= 1.10 else 'outside'} the 10% the "
+                "drop-in is held to; with the same calls, a difference from 1 is the timing noise of a shared "
+                "CPU); the per-group seeded generation that `pods train` keeps for reproducibility costs one call "
+                "per prompt group.")  # fmt: skip
         add("")
 
     # 9. the job
