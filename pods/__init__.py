@@ -20,6 +20,7 @@ import importlib
 import sys
 from typing import Any
 
+from pods.kernels import KernelsError as _KernelsError
 from pods.kernels import pin_cpu_kernels as _pin_cpu_kernels
 
 __version__ = "0.2.0"
@@ -38,14 +39,22 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
+_KERNEL_ENV_ERROR: _KernelsError | None = None
 if "torch" not in sys.modules:  # after torch ran, a pin would not hold and the record would claim it did
-    _pin_cpu_kernels()
+    try:
+        _pin_cpu_kernels()
+    except _KernelsError as err:
+        # An unknown kernel variable: the `pods` command reports it in one line (exit 2) instead of a traceback
+        # at its import, and a script gets it at its first public name below.
+        _KERNEL_ENV_ERROR = err
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pods' has no attribute {name!r}")
+    if _KERNEL_ENV_ERROR is not None:
+        raise _KERNEL_ENV_ERROR
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value

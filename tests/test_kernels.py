@@ -184,3 +184,22 @@ def test_the_values_torch_and_mkl_accept_pass(monkeypatch):
     monkeypatch.setenv("MKL_CBWR", "AVX2")
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "AVX2")
     assert "ATEN_CPU_CAPABILITY=avx2" in kernels.kernel_env_problem()
+
+
+@pytest.mark.parametrize(("var", "value"), GARBAGE)
+def test_the_installed_command_reports_an_unknown_kernel_variable_in_one_line(var, value, tmp_path):
+    """`import pods` pins the kernels, so a garbage variable used to raise at the command's own import, a
+    traceback before `pods.cli.main` could word it. The real console script now exits 2 with one line, and a
+    script gets the same error at its first public name."""
+    from pathlib import Path
+
+    env = {**os.environ, var: value}
+    exe = Path(sys.executable).with_name("pods")
+    out = subprocess.run([str(exe), "config", "eval"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert f"{var}={value}" in out.stderr
+    code = "import pods\ntry:\n    pods.select\nexcept ValueError as e:\n    print(type(e).__name__)"
+    script = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert script.stdout.strip() == "KernelsError"
