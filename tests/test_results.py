@@ -4,6 +4,7 @@ inverse)."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -90,6 +91,7 @@ def test_record_job_copies_the_tables_and_the_host(tmp_path):
     (root / "logs" / "train" / "a" / "seed~0.benchmark.tsv").write_text("s\tmax_rss\n12.5\t1\n")
     written = results.record_job(root, tmp_path / "data", 3600.0, 50.0, None)
     assert {p.name for p in written} == {"curves.csv.gz", "steps.csv.gz", "jobs.tsv", "job.json"}
+    assert "commit" in json.loads((tmp_path / "data" / "tiny" / "job.json").read_text())
     assert pd.read_csv(tmp_path / "data" / "tiny" / "curves.csv.gz").equals(curves)
     again = results.record_job(root, tmp_path / "data2", 3600.0, 50.0, None)
     assert (tmp_path / "data" / "tiny" / "curves.csv.gz").read_bytes() == again[0].read_bytes()  # no timestamp

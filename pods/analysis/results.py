@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import platform
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -161,8 +162,15 @@ def record_job(
                 break
     except OSError:
         pass
+    try:  # the code that ran the job: a record names it (the page does not print it)
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root.resolve().parent, capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
     meta = {
         "command": MAIN_JOB,
+        "commit": commit or None,
         "wall_s": float(wall_s),
         "install_s": None if install_s is None else float(install_s),
         "cores": len(__import__("os").sched_getaffinity(0)),
