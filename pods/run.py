@@ -129,14 +129,19 @@ class RunController(TrainerCallback):
         self.trainer: PODSGRPOTrainer | None = None
         st = state or {}
         self.train_time_s = float(st.get("train_time_s", 0.0))
+        # CPU seconds of this process (time.process_time) beside the wall clock: on a shared host the wall
+        # clock measures the neighbours as much as the code; CPU seconds measure the code.
+        self.train_cpu_s = float(st.get("train_cpu_s", 0.0))
         self.next_grid = int(st.get("next_grid", 1))  # next eval point: next_grid * every (s or steps)
         self.evals_done = int(st.get("evals_done", 0))
         self.last_eval_step = st.get("last_eval_step")
         self.stop_reason = st.get("stop_reason")
         self.totals = defaultdict(float, st.get("totals", {}))
         self._t0 = 0.0
+        self._c0 = 0.0
         self._pending: dict[str, float] = {}
         self.startup_s: float | None = None  # process start -> first step of this session (imports, loading)
+        self.startup_cpu_s: float | None = None  # the same, in CPU seconds of this process
         self._bar = None
 
     # -- helpers -------------------------------------------------------------------------------
@@ -147,6 +152,7 @@ class RunController(TrainerCallback):
     def state_dict(self) -> dict:
         return {
             "train_time_s": self.train_time_s,
+            "train_cpu_s": self.train_cpu_s,
             "next_grid": self.next_grid,
             "evals_done": self.evals_done,
             "last_eval_step": self.last_eval_step,
@@ -173,7 +179,7 @@ class RunController(TrainerCallback):
         from accelerate.utils import gather_object
 
         tr, ecfg = self.trainer, self.cfg.eval
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         results = []
         with tr.eval_generator() as gen:
             for d_idx, (name, examples) in enumerate(self.eval_sets):
@@ -196,12 +202,13 @@ class RunController(TrainerCallback):
                 )
                 results.append((name, res, time.perf_counter() - t1))
         for name, res, dt in results:
-            row = {"step": step, "time_s": self.train_time_s, "dataset": name, **res}
+            row = {"step": step, "time_s": self.train_time_s, "cpu_time_s": self.train_cpu_s, "dataset": name, **res}
             self.log.log_eval({**row, "eval_time_s": dt, "grid_index": grid_index, "final": final})
         self._report_eval(results)
         self.evals_done += 1
         self.last_eval_step = step
         self.totals["eval_time_s"] += time.perf_counter() - t0
+        self.totals["eval_cpu_s"] += time.process_time() - c0
         if self._bar is not None and results:
             self._bar.set_postfix_str(f"step {step} acc {results[0][1]['accuracy']:.3f}", refresh=False)
         elif results and tr.accelerator.is_main_process:  # no bar (not a terminal): one plain line per evaluation
@@ -262,6 +269,7 @@ class RunController(TrainerCallback):
     # -- callback events -----------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
         self.startup_s = _seconds_since_process_start()
+        self.startup_cpu_s = time.process_time()
         if self.acc.is_main_process and progress_enabled():
             self._open_bar(state.global_step)
         if self.evals_done == 0:  # the base model at t = 0 (docs/paper.md#evaluation-protocol)
@@ -272,16 +280,18 @@ class RunController(TrainerCallback):
         if self.use_cuda:
             torch.cuda.reset_peak_memory_stats()
         self.trainer.pods_timing.clear()
-        self._t0 = time.perf_counter()
+        self._t0, self._c0 = time.perf_counter(), time.process_time()
 
     def on_step_end(self, args, state, control, **kwargs):
         sync_device()
-        dt = time.perf_counter() - self._t0
+        dt, dc = time.perf_counter() - self._t0, time.process_time() - self._c0
         self.train_time_s = self._shared_time(self.train_time_s + dt)
+        self.train_cpu_s += dc
         timing = self.trainer.pods_timing
         gen = timing.get("gen_s", 0.0)
         self._pending = {
             "step_time_s": dt,
+            "step_cpu_s": dc,
             "gen_time_s": gen,
             "update_time_s": max(dt - gen, 0.0),
             "reward_time_s": timing.get("reward_s", 0.0),
@@ -316,7 +326,11 @@ class RunController(TrainerCallback):
         row = {
             "step": state.global_step,
             "time_s": self.train_time_s,
-            **{k: self._pending.get(k) for k in ("gen_time_s", "update_time_s", "reward_time_s", "step_time_s")},
+            "cpu_time_s": self.train_cpu_s,
+            **{
+                k: self._pending.get(k)
+                for k in ("gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "step_cpu_s")
+            },
             "reward_mean": g("reward"),
             "reward_std": g("reward_std"),
             "kept_reward_mean": g("kept_reward"),
@@ -648,7 +662,8 @@ def write_summary(
     ``gen_s_per_step`` (generation) + ``update_s_per_step`` (everything else in the step: reward
     scoring, ``reward_s_per_step``, is part of it, with the update and TRL's bookkeeping); evaluation
     (``eval_time_s``) and start-up (``startup_s``: process start to the first step of the last
-    session) are outside the steps. ``engine``: the class that wrapped the model for training
+    session) are outside the steps. Each has its CPU seconds (``time.process_time``) beside it:
+    ``train_cpu_s``, ``eval_cpu_s``, ``startup_cpu_s``, ``cpu_s_last_session``. ``engine``: the class that wrapped the model for training
     (``DeepSpeedEngine`` under DeepSpeed, the model's own class in one plain process).
     """
     metrics = logger.metrics()
@@ -678,6 +693,12 @@ def write_summary(
             "eval_time_s": ctl.totals.get("eval_time_s", 0.0),
             "startup_s": ctl.startup_s,
             "wall_s_last_session": wall_s,
+            # CPU seconds (time.process_time): training steps over all sessions, evaluations over all
+            # sessions, start-up of the last session, and the whole of the last session's process
+            "train_cpu_s": ctl.train_cpu_s,
+            "eval_cpu_s": ctl.totals.get("eval_cpu_s", 0.0),
+            "startup_cpu_s": ctl.startup_cpu_s,
+            "cpu_s_last_session": time.process_time(),
             "n_evals": len(evals),
             "final_accuracy": final,
             "best_accuracy": best,
