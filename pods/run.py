@@ -41,7 +41,6 @@ makes step times far less erratic (torch's spinning threads suffer most from ove
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -55,6 +54,12 @@ import torch
 from transformers import TrainerCallback
 
 from pods.config import ConfigError, TrainConfig, from_dict, resolve_run_dir, to_dict
+from pods.config.fingerprint import (  # noqa: F401 - re-exported: pods.run is where resume code looks for them
+    FINGERPRINT_EXCLUDED,
+    config_digest,
+    config_fingerprint,
+    flat_config,
+)
 from pods.evaluation import evaluate_policy, load_eval_sets, mix_seed, pin_cpu_threads, resolve_use_cuda
 from pods.runlog import (
     STATE_FILE,
@@ -463,9 +468,10 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
 
 
 def check_same_config(cfg: TrainConfig, logger: RunLogger) -> bool:
-    """True if the run directory's config.json is ``cfg`` (False: there is none); :class:`RunDirError`
-    naming the sections that differ otherwise. ``out_dir`` and ``meta`` do not count: a run copied or
-    moved elsewhere resumes there."""
+    """True if the run directory's config.json is ``cfg`` up to what a run may change when it continues
+    (False: there is none); :class:`RunDirError` naming each key that differs (``rollout.m 8 -> 4``)
+    otherwise. ``out_dir``, ``meta``, the budget and the checkpoint interval do not count
+    (:data:`FINGERPRINT_EXCLUDED`): a run copied elsewhere resumes there, and a longer budget continues it."""
     old = logger.read_config()
     if old is None:
         return False
@@ -473,52 +479,30 @@ def check_same_config(cfg: TrainConfig, logger: RunLogger) -> bool:
         old = to_dict(from_dict(old))
     except (ConfigError, TypeError):  # a key since renamed or removed: compared as written
         pass
-    old = {k: v for k, v in old.items() if k not in ("meta", "out_dir")}
-    new = {k: v for k, v in to_dict(cfg).items() if k != "out_dir"}
-    if jsonable(old) != jsonable(new):
-        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    old.pop("meta", None)
+    free = set(FINGERPRINT_EXCLUDED)
+    old_flat = {k: v for k, v in flat_config(jsonable(old)).items() if k not in free}
+    new_flat = {k: v for k, v in flat_config(jsonable(to_dict(cfg))).items() if k not in free}
+    if old_flat != new_flat:
+        missing = object()
+        keys = sorted(k for k in set(old_flat) | set(new_flat) if old_flat.get(k, missing) != new_flat.get(k, missing))
+
+        def show(flat: dict, key: str) -> str:
+            return json.dumps(flat[key]) if key in flat else "(absent)"
+
+        changes = "; ".join(f"{k} {show(old_flat, k)} -> {show(new_flat, k)}" for k in keys[:8])
+        more = f"; and {len(keys) - 8} more" if len(keys) > 8 else ""
+        original = " ".join(f"{k}={show(old_flat, k)}" for k in keys[:8] if k in old_flat)
         raise RunDirError(
-            f"{logger.run_dir} holds a run with a different config (sections differ: {diff}); choose another "
-            "out_dir or delete that directory to start over"
+            f"{logger.run_dir} holds a run with a different config ({changes}{more}). Fix: choose another out_dir, "
+            f"or continue that run with its values ({original}), or delete the directory to start over"
         )
     return True
 
 
-# Keys a resume may change without changing what the checkpoint's steps computed (config_fingerprint):
-# where the run lives, how far it goes and how often it is saved. Everything else (model, data, n, m, rule,
-# optimizer, seed, evaluation protocol, hardware, trl) is what made the checkpoint and the logs beside it.
-FINGERPRINT_EXCLUDED = ("out_dir", "budget.max_time_s", "budget.max_steps", "checkpoint.every_steps")
-
-
-def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in d.items():
-        if isinstance(value, dict) and value:
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def config_digest(flat: dict) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``flat``: sorted keys, no spaces, NaN/inf as null."""
-    canonical = json.dumps(jsonable(flat), sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def config_fingerprint(cfg: TrainConfig) -> tuple[dict[str, Any], str]:
-    """The training-relevant config of ``cfg`` (dotted key -> value) and its SHA-256 (of the canonical
-    JSON: sorted keys, no spaces), which every checkpoint carries in pods_state.json.
-
-    Left out (:data:`FINGERPRINT_EXCLUDED`): ``out_dir`` (a copied run resumes elsewhere), the budget
-    (``budget.max_steps``, ``budget.max_time_s``: a step budget makes a longer run continue the shorter
-    one's steps) and ``checkpoint.every_steps``. ``budget.max_steps`` counts when it is the LR schedule's
-    horizon (a decaying ``optim.scheduler`` without ``optim.scheduler_steps``, pods.trainer.step_plan):
-    then it changes the learning rate of every step."""
-    flat = _flat(to_dict(cfg))
-    horizon = cfg.optim.scheduler != "constant" and cfg.optim.scheduler_steps is None
-    flat = {k: v for k, v in flat.items() if k not in FINGERPRINT_EXCLUDED or (horizon and k == "budget.max_steps")}
-    return flat, config_digest(flat)
+# Keys a resume may change without changing what the checkpoint's steps computed, and the fingerprint of
+# the rest: pods.config.fingerprint (torch-free: the job's record checks its runs with it too).
+_flat = flat_config
 
 
 def check_checkpoint_config(cfg: TrainConfig, ckpt: Path, state: dict | None) -> None:
@@ -563,6 +547,37 @@ def check_checkpoint_config(cfg: TrainConfig, ckpt: Path, state: dict | None) ->
         "run's (the run directory's config.json does not count: its checkpoint says what trained it). Fix: "
         f"start a new run directory (another out_dir), or resume with the original values ({original})"
     )
+
+
+def budget_left(cfg: TrainConfig, stop_reason: str | None, steps: int, time_s: float | None) -> bool:
+    """True when a run that stopped for ``stop_reason`` after ``steps`` steps and ``time_s`` training seconds
+    has budget left under ``cfg`` (a longer budget than the one it stopped at continues it)."""
+    if stop_reason not in ("max_steps", "max_time"):
+        return False  # finished its data, or never stopped
+    budget = cfg.budget
+    if budget.max_steps is not None and steps >= budget.max_steps:
+        return False
+    return budget.max_time_s is None or (time_s or 0.0) < budget.max_time_s
+
+
+def continue_state(logger: RunLogger, state: dict, main: bool) -> dict:
+    """The checkpoint state of a run stopped by its budget, made to continue under a longer one: no stop
+    reason, and the closing evaluation that the stop added off the grid (``final``) dropped from eval.jsonl,
+    since a run of the longer budget does not make it."""
+    step = state.get("global_step")
+    if main and logger.eval_path.exists():
+        lines = logger.eval_path.read_text(encoding="utf-8").splitlines(keepends=True)
+        keep = []
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                row = {}
+            if not (isinstance(row, dict) and row.get("final") and row.get("step") == step):
+                keep.append(line)
+        if len(keep) != len(lines):
+            logger.eval_path.write_text("".join(keep), encoding="utf-8")
+    return {**state, "stop_reason": None}
 
 
 def build_run(
@@ -733,17 +748,39 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
         summary = logger.check_finished(summary_identity(cfg))  # names a damaged file
         if not (run_dir / "final").is_dir():
             raise RunDirError(final_missing_message(run_dir))
-        if dist.is_main_process:
-            print(f"[pods] {run_dir} already finished ({summary['steps']} steps); not rerunning", file=sys.stderr)
-        return run_dir
+        if not budget_left(cfg, summary.get("stop_reason"), summary["steps"], summary.get("time_s")):
+            if dist.is_main_process:
+                print(f"[pods] {run_dir} already finished ({summary['steps']} steps); not rerunning", file=sys.stderr)
+            return run_dir
+        if ckpt is None or (state or {}).get("global_step") != summary["steps"]:
+            raise RunDirError(
+                f"{run_dir} finished at step {summary['steps']} but keeps no checkpoint of that step, so a longer "
+                f"budget cannot continue it. Fix: train the longer budget in another out_dir"
+            )
+        dist.wait_for_everyone()
+        if dist.is_main_process:  # unfinished again until the longer budget's summary is written
+            logger.summary_path.unlink()
+        dist.wait_for_everyone()
     ckpt, state = open_run_dir(cfg, logger, dist)
+    if state and state.get("stop_reason"):
+        if budget_left(cfg, state["stop_reason"], state.get("global_step", 0), state.get("train_time_s")):
+            state = continue_state(logger, state, dist.is_main_process)
+    if ckpt is not None and dist.is_main_process:
+        print(
+            f"[pods] resuming {run_dir} from step {(state or {}).get('global_step')} ({ckpt.name})",
+            file=sys.stderr,
+            flush=True,
+        )
     trainer, controller = build_run(cfg, logger, state, dist.num_processes, use_cuda)
-    if dist.is_main_process and logger.read_config() is None:  # only once the run could be built: a failed
+    written = logger.read_config() if dist.is_main_process else None
+    if dist.is_main_process and written is None:  # only once the run could be built: a failed
         meta = run_meta(dist.num_processes, launch_info(trainer), use_cuda)  # start does not bind the directory
         from pods.models import policy_identity
 
         meta["policy"] = policy_identity(cfg.policy.model)  # which weights (a tiny build differs by CPU)
         logger.write_config(to_dict(cfg), meta)
+    elif dist.is_main_process and {k: v for k, v in written.items() if k != "meta"} != jsonable(to_dict(cfg)):
+        logger.write_config(to_dict(cfg), written.get("meta"))  # continued under a longer budget: say so
     wall0 = time.time()
     run_training(trainer, ckpt, state, run_dir / "final")
     if controller.stop_reason is None:

@@ -6,7 +6,7 @@ Run:  python scripts/compare_runs.py RUNS_A RUNS_B          e.g. results/runs /e
 
 Every run directory (one holding ``metrics.jsonl``) found under both roots, by its path relative to the root,
 is compared record by record: ``eval.jsonl`` (every evaluation) and ``metrics.jsonl`` (every step), each value
-except the machine-bound ones (keys ending in ``time_s``, ``peak_mem_mb``). A run is ``identical`` when both
+except the machine-bound ones (keys ending in ``time_s``, ``cpu_s``, ``peak_mem_mb``). A run is ``identical`` when both
 files have the same records with equal values; otherwise the first difference is printed (file, record,
 key, both values). A run without ``summary.json`` on either side (still training, or stopped) is listed
 as unfinished and not compared; runs under one root only are listed apart. Exit status 0 when every shared run is
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from pods.runlog import read_jsonl
 
-MACHINE_BOUND_SUFFIXES = ("time_s", "peak_mem_mb")
+MACHINE_BOUND_SUFFIXES = ("time_s", "cpu_s", "peak_mem_mb")
 # --outcomes: the per-step values that are counts or means of what was sampled and scored.
 OUTCOME_KEYS = (
     "reward_mean",

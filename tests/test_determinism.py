@@ -9,7 +9,17 @@ import pytest
 from pods.run import train
 from pods.runlog import read_jsonl
 
-TIMING = {"time_s", "gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "peak_mem_mb", "eval_time_s"}
+TIMING = {
+    "time_s",
+    "gen_time_s",
+    "update_time_s",
+    "reward_time_s",
+    "step_time_s",
+    "peak_mem_mb",
+    "eval_time_s",
+    "cpu_time_s",
+    "step_cpu_s",
+}
 REPO = Path(__file__).resolve().parents[1]
 RUN = ("budget.max_steps=3", "eval.every_steps=3", "eval.max_examples=3", "checkpoint.every_steps=10")
 

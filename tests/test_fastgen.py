@@ -203,7 +203,17 @@ def test_models_it_does_not_cover_are_refused():
     assert "rope" in fastgen.unsupported_reason(model)
 
 
-TIMING = {"time_s", "gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "peak_mem_mb", "eval_time_s"}
+TIMING = {
+    "time_s",
+    "gen_time_s",
+    "update_time_s",
+    "reward_time_s",
+    "step_time_s",
+    "peak_mem_mb",
+    "eval_time_s",
+    "cpu_time_s",
+    "step_cpu_s",
+}
 
 
 def test_training_with_fast_decode_is_identical_to_generate(tiny_cfg, tmp_path):

@@ -81,43 +81,36 @@ def test_budget_cuts_read_the_same_runs(generated):
         assert (row["n_seeds_baseline"], row["n_seeds_pods"]) == (64, 64)
 
 
-def test_record_job_copies_the_tables_and_the_host(tmp_path):
-    root = tmp_path / "job"
-    (root / "tables").mkdir(parents=True)
-    curves = pd.read_csv(DATA / "gpu_h100_tt_curves.csv").head(50)
-    curves.to_csv(root / "tables" / "curves.csv", index=False)
-    pd.read_csv(DATA / "gpu_h100_tt_steps.csv").head(5).to_csv(root / "tables" / "steps.csv", index=False)
-    (root / "logs" / "train" / "a").mkdir(parents=True)
-    (root / "logs" / "train" / "a" / "seed~0.benchmark.tsv").write_text("s\tmax_rss\n12.5\t1\n")
-    written = results.record_job(root, tmp_path / "data", 3600.0, 50.0, None)
-    assert {p.name for p in written} == {"curves.csv.gz", "steps.csv.gz", "jobs.tsv", "job.json"}
-    assert "commit" in json.loads((tmp_path / "data" / "tiny" / "job.json").read_text())
-    assert pd.read_csv(tmp_path / "data" / "tiny" / "curves.csv.gz").equals(curves)
-    again = results.record_job(root, tmp_path / "data2", 3600.0, 50.0, None)
-    assert (tmp_path / "data" / "tiny" / "curves.csv.gz").read_bytes() == again[0].read_bytes()  # no timestamp
-    with pytest.raises(results.AnalysisInputError, match="finish the main job first"):
-        results.record_job(tmp_path / "nothing", tmp_path / "d", 1.0, None, None)
-
-
-def _job_record(tmp_path) -> Path:
+def _job_record(tmp_path, monkeypatch) -> Path:
     """A copy of the committed records with a tiny job recorded from real tiny runs (the H100 record of the tiny
-    (a) on 8 seeds and (e) on 4, standing in for the default job), as `--record` writes it."""
+    (a) on 8 seeds and (e) on 4, standing in for the default job, which is then taken to be exactly those runs),
+    in the layout `pods analysis record` writes."""
+    from pods.analysis import record
+
     data = tmp_path / "data"
     shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("tiny"))
-    root = tmp_path / "job"
-    (root / "tables").mkdir(parents=True)
-    shutil.copy(DATA / "gpu_h100_tt_curves.csv", root / "tables" / "curves.csv")
-    shutil.copy(DATA / "gpu_h100_tt_steps.csv", root / "tables" / "steps.csv")
-    for i, (name, s) in enumerate([("a/seed~0", 100.0), ("a/seed~1", 140.0), ("e/seed~0", 60.0)]):
-        f = root / "logs" / "train" / f"{name}.benchmark.tsv"
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(f"s\tmax_rss\n{s}\t{i}\n")
-    results.record_job(root, data, 5400.0, 50.0, None)
+    tiny = data / "tiny"
+    tiny.mkdir()
+    gz = {"method": "gzip", "mtime": 0}
+    pd.read_csv(DATA / "gpu_h100_tt_curves.csv").to_csv(tiny / "curves.csv.gz", index=False, compression=gz)
+    steps = pd.read_csv(DATA / "gpu_h100_tt_steps.csv")
+    steps["run"] = [f"{r.setting}/{r.arm}_{r.n}_{r.m}/seed~{r.seed}" for r in steps.itertuples()]
+    steps["config_sha256"] = [f"sha-{r}" for r in steps["run"]]
+    steps.to_csv(tiny / "steps.csv.gz", index=False, compression=gz)
+    fake = {r: record.ExpectedRun(r, r[0], "", (), f"sha-{r}") for r in steps["run"]}
+    monkeypatch.setattr(record, "expected_runs", lambda scale_name="tiny": fake)
+    (tiny / "jobs.tsv").write_text("kind\tname\tmodel\tseconds\nrun\ttrain/a/x\tm\t100.0\nrun\ttrain/a/y\tm\t140.0\n"
+                                   "run\ttrain/e/x\tm\t60.0\n")  # fmt: skip
+    sittings = [{"sitting": 1, "cpu": "a CPU", "cores": 2, "wall_s": 3600.0, "install_s": 50.0, "runs_added": 20,
+                 "run_cpu_s": 3000.0}, {"sitting": 2, "cpu": "a CPU", "cores": 2, "wall_s": 1800.0, "install_s": None,
+                 "runs_added": 4, "run_cpu_s": 1000.0}]  # fmt: skip
+    job = {"command": "c", "wall_s": 5400.0, "install_s": 50.0, "cores": 2, "cpu": "a CPU", "sittings": sittings}
+    (tiny / "job.json").write_text(json.dumps(job))
     return data
 
 
-def test_a_recorded_job_fills_the_tiny_columns_and_the_cost_section(tmp_path):
-    data = _job_record(tmp_path)
+def test_a_recorded_job_fills_the_tiny_columns_and_the_cost_section(tmp_path, monkeypatch):
+    data = _job_record(tmp_path, monkeypatch)
     rec = results.load_records(data)
     tables = results.compute(rec, n_boot=200)
     text = results.page(rec, tables)
@@ -138,13 +131,51 @@ def test_without_a_tiny_record_the_page_says_so_and_how_to_make_it(generated):
         pytest.skip("the tiny default job is recorded")
     assert tables.tiny is None
     assert "is not recorded in this version" in text
-    assert "--record results" in text
+    assert "pods analysis record --root results" in text
     assert "## 1. Table 3 from the authors' released logs" in text
 
 
+def test_a_partly_recorded_job_fills_only_its_complete_settings(tmp_path, monkeypatch):
+    """A record made in sittings and not finished: the settings with every run recorded are filled, the others
+    say how many of their runs are recorded, and the page says how to train the rest."""
+    from pods.analysis import record
+
+    data = _job_record(tmp_path, monkeypatch)
+    fake = record.expected_runs()
+    more = {"e/pods_8_4/seed~9": record.ExpectedRun("e/pods_8_4/seed~9", "e", "", (), "sha-x")}
+    monkeypatch.setattr(record, "expected_runs", lambda scale_name="tiny": {**fake, **more})
+    rec = results.load_records(data)
+    tables = results.compute(rec, n_boot=200)
+    head = results.headline(rec, tables)
+    n_e = sum(1 for r in fake if r.startswith("e/"))
+    assert f"| {n_e} of {n_e + 1} runs recorded |" in head
+    assert "| 8 + 8 |" in head  # (a) is complete
+    assert "recorded in part" in head
+    assert "$(pods analysis record --missing)" in head
+    text = results.page(rec, tables)
+    assert "| 2 | 4 | 30 min |" in text  # the sittings table
+
+
+def test_a_record_with_a_stale_or_foreign_run_is_refused(tmp_path, monkeypatch):
+    """`pods analysis results` refuses a record whose runs the default job no longer trains as recorded."""
+    from pods.analysis import record
+
+    data = _job_record(tmp_path, monkeypatch)
+    fake = record.expected_runs()
+    run = sorted(fake)[0]
+    stale = {**fake, run: record.ExpectedRun(run, run[0], "", (), "sha-changed")}
+    monkeypatch.setattr(record, "expected_runs", lambda scale_name="tiny": stale)
+    with pytest.raises(results.AnalysisInputError, match=f"recorded run {re.escape(run)} was trained under another"):
+        results.load_records(data)
+    fewer = {k: v for k, v in fake.items() if k != run}
+    monkeypatch.setattr(record, "expected_runs", lambda scale_name="tiny": fewer)
+    with pytest.raises(results.AnalysisInputError, match="which the default job does not make"):
+        results.load_records(data)
+
+
 @pytest.mark.parametrize("drop", ["jobs.tsv", "curves.csv.gz"])
-def test_an_incomplete_tiny_record_is_refused(tmp_path, drop):
-    data = _job_record(tmp_path)
+def test_an_incomplete_tiny_record_is_refused(tmp_path, drop, monkeypatch):
+    data = _job_record(tmp_path, monkeypatch)
     (data / "tiny" / drop).unlink()
     with pytest.raises(
         results.AnalysisInputError, match=f"tiny/{re.escape(drop)} is missing: the tiny record is incomplete"

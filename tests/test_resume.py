@@ -9,6 +9,7 @@ before the first checkpoint and during evaluations included.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -26,7 +27,17 @@ from pods.run import train
 from pods.runlog import STATE_FILE, read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
-TIMING = {"time_s", "gen_time_s", "update_time_s", "reward_time_s", "step_time_s", "peak_mem_mb", "eval_time_s"}
+TIMING = {
+    "time_s",
+    "gen_time_s",
+    "update_time_s",
+    "reward_time_s",
+    "step_time_s",
+    "peak_mem_mb",
+    "eval_time_s",
+    "cpu_time_s",
+    "step_cpu_s",
+}
 RUN = ("budget.max_steps=6", "checkpoint.every_steps=1", "eval.every_steps=2", "eval.max_examples=2")
 
 
@@ -129,6 +140,51 @@ def test_sigkill_after_a_checkpoint_then_resume(reference, tmp_path):
     _assert_same_run(out, ref)
     # the tied lm_head is restored with the embedding it shares; transformers' warning would say it was lost
     assert "There were missing keys" not in stderr
+
+
+def test_a_finished_run_continues_with_a_longer_budget(reference, tmp_path):
+    """A finished run given a longer budget continues from its last checkpoint (as docs/reproduce.md says) and
+    ends with the curves of one run of the longer budget; the closing off-grid evaluation of the shorter run
+    (its step 3 is not on the grid of 2) is not left behind."""
+    overrides, ref = reference()  # 6 steps, evaluations every 2
+    out = tmp_path / "continued"
+    _finish((*overrides, "budget.max_steps=3"), out)
+    assert (out / "summary.json").exists()
+    stderr = _finish(overrides, out)
+    assert "resuming" in stderr, stderr[-2000:]
+    assert "from step 3 (checkpoint-3)" in stderr
+    _assert_same_run(out, ref)
+    assert json.loads((out / "config.json").read_text())["budget"]["max_steps"] == 6
+    assert "already finished" in _finish(overrides, out)  # the same budget again: nothing to do
+
+
+def test_a_killed_run_continues_with_a_longer_budget(reference, tmp_path):
+    """A run killed after a checkpoint, restarted with a longer budget, ends as one run of the longer budget."""
+    overrides, ref = reference(("budget.max_steps=8",))
+    out, log = tmp_path / "killed", tmp_path / "killed.log"
+    short = (*overrides, "budget.max_steps=6")
+    assert _kill_when(_start(short, out, log), out, steps_done=3, seconds=None), log.read_text()[-2000:]
+    assert _has_checkpoint(out)
+    assert not (out / "summary.json").exists()
+    stderr = _finish(overrides, out)
+    assert "resuming" in stderr
+    _assert_same_run(out, ref)
+
+
+def test_a_changed_training_key_is_refused_naming_the_key(tiny_overrides, tmp_path):
+    """Another training value (not the budget) in a run directory is refused, naming the key and both values."""
+    out = tmp_path / "run"
+    _finish((*tiny_overrides, *RUN, "budget.max_steps=2"), out)
+    done = subprocess.run(
+        _cmd((*tiny_overrides, *RUN, "budget.max_steps=4", "rollout.m=2"), out),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "rollout.m 4 -> 2" in done.stderr, done.stderr[-2000:]
+    assert "rollout.m=4" in done.stderr
 
 
 def test_a_tied_head_is_not_reported_missing_but_an_untied_one_is():

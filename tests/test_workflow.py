@@ -688,3 +688,15 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
         assert {examples for _, _, examples in seen[letter]} == {None}, seen[letter]  # the YAML's size
     assert seen["f"] == {(None, "100", "400")}
     assert seeds[("f", "100")] == {"0", "1", "2"}
+
+
+def test_a_longer_budget_names_the_workflow_s_run_so_that_it_continues():
+    """`pods train tiny_a seed=0 --scale tiny budget.max_steps=900` is the workflow's run with more steps, in its
+    directory (the budget does not make another arm), so that training the missing steps continues it."""
+    from pods.config.scales import workflow_overrides
+
+    for extra in (["budget.max_steps=900"], ["budget.max_steps=900", "checkpoint.every_steps=10"]):
+        overrides, note = workflow_overrides("tiny_a", ["seed=0", *extra], "tiny")
+        assert "the workflow's run a/sel~max_variance_n~64_m~16/seed~0" in note, note
+        assert "out_dir=results/runs/a/sel~max_variance_n~64_m~16/seed~0" in overrides
+        assert overrides[-1 - len(extra) : -1] == extra  # the command line's budget is applied last

@@ -303,6 +303,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
     p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
     sub.add_parser("results", add_help=False, help="docs/results.md and the README's headline table from the records")
+    sub.add_parser("record", add_help=False, help="add a sitting's finished runs to the default job's record")
     sub.add_parser("job-time", add_help=False, help="a finished job's per-job seconds, replayed on more cores")
     p = sub.add_parser("time-to-peak", allow_abbrev=False, help="Table 3 with bootstrap CIs from a curves.csv")
     p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
@@ -433,6 +434,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
         from pods.analysis import results
 
         return results.main(argv[1:], prog=f"{prog} results")
+    if argv[:1] == ["record"]:  # its own parser: add a sitting's runs to the default job's record
+        from pods.analysis import record
+
+        return record.main(argv[1:], prog=f"{prog} record")
     if argv[:1] == ["job-time"]:
         from pods.analysis import jobtime
 

@@ -266,6 +266,13 @@ def load_runs(
     return _collect(root, letters, sheet)[0]
 
 
+def load_runs_at(
+    run_dirs: Sequence[str | Path], letters: Mapping[str, str] | None = None, sheet: str | Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Curves and steps tables of exactly these run directories (the workflow's runs of its sheet)."""
+    return _collect(None, letters, sheet, run_dirs)
+
+
 def load_run_steps(
     root: str | Path, letters: Mapping[str, str] | None = None, sheet: str | Path | None = None
 ) -> pd.DataFrame:

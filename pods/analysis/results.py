@@ -7,8 +7,7 @@ written from the numbers (where the package's evidence disagrees with the paper,
 
     pods analysis results                       # (re)write docs/results.md and README.md's headline table
     pods analysis results --check               # exit 1 when either differs from what the data give
-    pods analysis results --record results --wall-s 5400 --install-s 50
-                                                # copy a finished main job's tables into the data folder
+    pods analysis record --root results --wall-s S   # add a sitting's finished runs to the job's record
 
 The data (`--data`, default benchmarks/results/) are records: the tiny default job's curves, steps and
 per-job seconds with the host it ran on (`tiny/`), the tidy curves of the authors' released logs
@@ -23,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from pods import registry
-from pods.analysis import jobtime
+from pods.analysis import jobtime, record
 from pods.analysis.ablations import ablation_table
 from pods.analysis.levels import level_table
 from pods.analysis.speedups import (
@@ -52,6 +49,7 @@ README_END = "<!-- /results -->"
 BUDGETS = (300, 450, 600)  # (a)'s main comparison read as if its budget had ended there
 BOOT_SEED = 0
 MAIN_JOB = "bash scripts/install.sh && .venv/bin/snakemake -c2 --config released_logs=DIR"
+RECORD_CMD = "pods analysis record --root results --wall-s SECONDS"
 RELEASED_CMD = "pods analysis released --logs DIR --sheet config/runs.tsv --out-dir results/released"
 
 
@@ -73,6 +71,7 @@ class Records:
     gpu_index: pd.DataFrame
     gpu_curves: pd.DataFrame | None
     gpu_steps: pd.DataFrame | None
+    tiny_status: dict[str, tuple[int, int]] | None = None  # setting -> (runs recorded, runs of the default job)
 
 
 def _need(path: Path, how: str) -> Path:
@@ -88,22 +87,31 @@ def load_records(data: str | Path = DATA) -> Records:
     """The records under `data`. The tiny default job's (`tiny/`) are all there or all absent: absent, the
     page states that the job is not recorded; some of them absent is an input error."""
     data = Path(data)
-    record = f"run the main job ({MAIN_JOB}), then `pods analysis results --record results --wall-s SECONDS`"
+    how = f"run the main job ({MAIN_JOB}), then `{RECORD_CMD}`"
     tiny, rel = data / "tiny", data / "released"
     present = [name for name in TINY_FILES if (tiny / name).exists()]
-    job = jobs = tiny_curves = tiny_steps = None
+    job = jobs = tiny_curves = tiny_steps = status = None
     if present:
         for name in TINY_FILES:
-            _need(tiny / name, f"the tiny record is incomplete ({', '.join(present)} present); {record}")
+            _need(tiny / name, f"the tiny record is incomplete ({', '.join(present)} present); {how}")
         job_path = tiny / "job.json"
         try:
             job = json.loads(job_path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as err:
-            raise AnalysisInputError(f"{job_path}: not a JSON record ({err}); write it again with --record") from None
+            raise AnalysisInputError(f"{job_path}: not a JSON record ({err}); restore it from git") from None
         if not isinstance(job, dict) or not isinstance(job.get("wall_s"), (int, float)):
-            raise AnalysisInputError(f"{job_path}: has no number 'wall_s'; write it again with --record")
+            raise AnalysisInputError(f"{job_path}: has no number 'wall_s'; restore it from git")
         tiny_curves, tiny_steps = read_curves(tiny / "curves.csv.gz"), read_steps(tiny / "steps.csv.gz")
         jobs = jobtime.read_jobs(tiny / "jobs.tsv")
+        expected = record.expected_runs()
+        record.check_record(tiny_steps, expected)  # every run is one the default job trains today
+        status = record.record_status(tiny_steps, expected)
+        # A setting enters the tables once all of its runs are recorded: a part of its seeds is not its result.
+        complete = {k for k, (have, want) in status.items() if have == want}
+        tiny_curves = tiny_curves[tiny_curves["setting"].astype(str).isin(complete)]
+        tiny_steps = tiny_steps[tiny_steps["setting"].astype(str).isin(complete)]
+        if tiny_curves.empty:
+            tiny_curves = tiny_steps = None
     gpu_index = pd.read_csv(_need(data / "gpu_asymmetry.tsv", "it lists the GPU asymmetry files"), sep="\t")
     gpu_curves = data / "gpu_h100_tt_curves.csv"
     return Records(
@@ -117,6 +125,7 @@ def load_records(data: str | Path = DATA) -> Records:
         gpu_index=gpu_index,
         gpu_curves=read_curves(gpu_curves) if gpu_curves.exists() else None,
         gpu_steps=read_steps(data / "gpu_h100_tt_steps.csv") if (data / "gpu_h100_tt_steps.csv").exists() else None,
+        tiny_status=status if present else None,
     )
 
 
@@ -129,57 +138,6 @@ def record_released(released: str | Path, data: str | Path) -> list[Path]:
         frame = pd.read_csv(_need(Path(released) / name, f"run `{RELEASED_CMD}` first"))
         written.append(out / f"{name}.gz")
         frame.to_csv(written[-1], index=False, compression={"method": "gzip", "mtime": 0})
-    return written
-
-
-def record_job(
-    root: str | Path, data: str | Path, wall_s: float, install_s: float | None, released: str | Path | None
-) -> list[Path]:
-    """Copy a finished main job's tables (`root`/tables/curves.csv, steps.csv, the per-job seconds) and, when
-    given, the released tables (`released`/curves.csv, steps.csv) into the data folder, compressed, with
-    job.json: the job's measured wall time, the host and the versions."""
-    root, data = Path(root), Path(data)
-    tables = root / "tables"
-    for name in ("curves.csv", "steps.csv"):
-        _need(tables / name, f"finish the main job first (snakemake -c2); {root} is its root")
-    tiny = data / "tiny"
-    tiny.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in ("curves.csv", "steps.csv"):
-        frame = pd.read_csv(tables / name)
-        written.append(tiny / f"{name}.gz")
-        frame.to_csv(written[-1], index=False, compression={"method": "gzip", "mtime": 0})
-    written.append(jobtime.write_jobs(jobtime.job_table(root), tiny / "jobs.tsv"))
-    if released is not None:
-        written += record_released(released, data)
-    import torch  # the versions that trained the runs
-
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:  # the code that ran the job: a record names it (the page does not print it)
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root.resolve().parent, capture_output=True, text=True, timeout=30
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    meta = {
-        "command": MAIN_JOB,
-        "commit": commit or None,
-        "wall_s": float(wall_s),
-        "install_s": None if install_s is None else float(install_s),
-        "cores": len(__import__("os").sched_getaffinity(0)),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-    }
-    (tiny / "job.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    written.append(tiny / "job.json")
     return written
 
 
@@ -336,7 +294,7 @@ def _headline_rows(rec: Records, t: Tables) -> list[list[str]]:
         paper = srec.paper_speedup
         rel_wall = "no released logs" if r_rel is None else _ci(r_rel, "speedup_exact", "")
         rel_step = "-" if r_rel is None else _ci(r_rel, "speedup_steps")
-        missing = "not recorded" if t.tiny is None else "-"
+        missing = _tiny_missing(rec, letter)
         tiny = missing if r_tiny is None else _ci(r_tiny, "speedup_steps")
         seeds = missing if r_tiny is None else f"{int(r_tiny['n_seeds_baseline'])} + {int(r_tiny['n_seeds_pods'])}"
         paper_cell = f"{paper:.1f}" if paper else "-"
@@ -358,9 +316,34 @@ HEADLINE_HEAD = [
 
 NOT_RECORDED = (
     "The tiny default job (every figure and table of the tiny scale, (a) on 64 seeds per arm) is not recorded "
-    f"in this version: run `{MAIN_JOB}`, then `pods analysis results --record results --released results/released "
-    "--wall-s SECONDS` fills its columns."
+    f"in this version: run `{MAIN_JOB}`, then `{RECORD_CMD}` fills its columns."
 )
+
+
+def _tiny_missing(rec: Records, letter: str) -> str:
+    """The tiny cell of a setting without a result: not recorded, partly recorded, or not a tiny comparison."""
+    status = (rec.tiny_status or {}).get(letter)
+    if rec.tiny_status is None:
+        return "not recorded"
+    if status is not None and status[0] < status[1]:
+        return f"{status[0]} of {status[1]} runs recorded"
+    return "-"
+
+
+def partial_text(rec: Records) -> str:
+    """What a partly recorded job lacks and how to finish it ('' when every run is recorded)."""
+    status = rec.tiny_status or {}
+    short = {k: v for k, v in status.items() if v[0] < v[1]}
+    if not short:
+        return ""
+    have, want = sum(v[0] for v in status.values()), sum(v[1] for v in status.values())
+    sittings = len((rec.job or {}).get("sittings", []))
+    return (
+        f"The tiny default job is recorded in part: {have} of its {want} runs, in {sittings} sitting"
+        f"{'s' if sittings != 1 else ''} (the settings with every run recorded have their columns filled). "
+        "Another sitting trains the rest: `.venv/bin/snakemake -c2 $(pods analysis record --missing)`, then "
+        f"`{RECORD_CMD}`."
+    )
 
 
 def headline(rec: Records, t: Tables, page_link: str = "docs/results.md") -> str:
@@ -373,6 +356,8 @@ def headline(rec: Records, t: Tables, page_link: str = "docs/results.md") -> str
     )
     if job is None or rec.jobs is None:
         text += NOT_RECORDED
+    elif partial_text(rec):
+        text += partial_text(rec)
     else:
         text += (
             "The tiny default job (every figure and table of the tiny "
@@ -489,7 +474,7 @@ def page(rec: Records, t: Tables) -> str:
             f"({letter})",
             f"{per_step[letter]:.2f}" if letter in per_step else "-",
             "-" if r_rel is None else _ci(r_rel, "speedup_steps"),
-            ("not recorded" if t.tiny is None else "-") if r_tiny is None else _ci(r_tiny, "speedup_steps"),
+            _tiny_missing(rec, letter) if r_tiny is None else _ci(r_tiny, "speedup_steps"),
             "-" if r_gpu is None else _ci(r_gpu, "speedup_steps"),
         ])  # fmt: skip
     L.extend(_md(["setting", "paper: Table 3 x s/step(PODS) / s/step(baseline)", "released logs (i)",
@@ -508,8 +493,8 @@ def page(rec: Records, t: Tables) -> str:
     # 3. (a) across budgets
     add("## 3. The tiny (a) as its budget grows")
     add("")
-    if t.tiny is None:
-        add(NOT_RECORDED)
+    if t.tiny is None or _row(t.tiny, "a") is None:
+        add(partial_text(rec) or NOT_RECORDED)
         add("")
     rows = []
     for b in BUDGETS if t.tiny is not None else ():
@@ -581,7 +566,7 @@ def page(rec: Records, t: Tables) -> str:
                 f"{100 * float(x['diff']):+.1f} [{100 * float(x['diff_low']):+.1f}, {100 * float(x['diff_high']):+.1f}]"
             )
 
-        tiny_cell = cell(pd.DataFrame([r])) if len(ours) else ("not recorded" if t.tiny is None else "-")
+        tiny_cell = cell(pd.DataFrame([r])) if len(ours) else _tiny_missing(rec, "a")
         rows.append([r["group"], r["arm"], f"{int(r['n'])}/{int(r['m'])}", cell(match[0]), cell(match[1]),
                      tiny_cell])  # fmt: skip
     L.extend(_md(["group", "arm", "n/m", "released, per hour", "released, per step",
@@ -662,6 +647,14 @@ def page(rec: Records, t: Tables) -> str:
         add(NOT_RECORDED)
         add("")
         return "\n".join(L) + "\n"
+    if partial_text(rec):
+        add(partial_text(rec))
+        add("")
+        rows = [[str(x["sitting"]), str(x["runs_added"]), _minutes(float(x["wall_s"])), f"{x['cores']} ({x['cpu']})",
+                 _minutes(float(x.get("run_cpu_s") or 0.0))] for x in job.get("sittings", [])]  # fmt: skip
+        L.extend(_md(["sitting", "runs added", "wall time", "cores (CPU)", "CPU time of its runs"], rows))
+        add("")
+        return "\n".join(L) + "\n"
     total = sum(j["seconds"] for j in rec.jobs)
     cores = int(job.get("cores", 2))
     proj = {k: jobtime.project(rec.jobs, k) for k in (cores, 8, 16)}
@@ -693,20 +686,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "pods analysis results")
         "--readme", default=str(README), help=f"the README whose results block to update (default {README})"
     )
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page or the block differs")
-    ap.add_argument("--record", metavar="ROOT", help="copy the finished main job under ROOT into --data first")
     ap.add_argument(
         "--released", metavar="DIR", help="copy the released-logs tables under DIR (results/released) into --data"
     )
-    ap.add_argument("--wall-s", type=float, help="with --record: the job's measured wall seconds")
-    ap.add_argument("--install-s", type=float, help="with --record: the install's seconds")
     args = ap.parse_args(argv)
     try:
-        if args.record:
-            if args.wall_s is None or not args.wall_s > 0:
-                raise AnalysisInputError("--record needs --wall-s SECONDS, the job's measured wall time")
-            for p in record_job(args.record, args.data, args.wall_s, args.install_s, args.released):
-                print(f"recorded {p}")
-        elif args.released:
+        if args.released:
             for p in record_released(args.released, args.data):
                 print(f"recorded {p}")
         rec = load_records(args.data)

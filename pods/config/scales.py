@@ -68,6 +68,9 @@ def run_overrides(
     return [f"{k}={override_value(v)}" for k, v in {**fidelity_part, **sheet_part, **scale_part}.items()]
 
 
+_CONTINUES = ("budget.max_steps", "budget.max_time_s", "checkpoint.every_steps")
+
+
 def _given(overrides: Sequence[str], key: str) -> bool:
     return any(item.partition("=")[0].strip() == key for item in overrides)
 
@@ -106,6 +109,9 @@ def workflow_overrides(config: str, overrides: Sequence[str], scale_name: str) -
     sheet = registry.repo_file(scale["runs"])
     arms = [arm for arm in registry.read_sheet(sheet) if arm.setting == letter]
     user = list(overrides)
+    # How far a run goes and how often it is saved do not make it another run: a longer budget continues the
+    # workflow's run in its directory (pods.config.fingerprint leaves the same keys out).
+    same_run = [o for o in user if o.partition("=")[0].strip() not in _CONTINUES]
     probe = load_config(config, user, check_machine=False)
     fidelity = probe.fidelity
     root = scale["root"] if fidelity == "paper" else f"{scale['root']}-{fidelity}"
@@ -115,7 +121,7 @@ def workflow_overrides(config: str, overrides: Sequence[str], scale_name: str) -
         base = load_config(
             config, [*part, *(["fidelity=" + fidelity] if fidelity != "paper" else [])], check_machine=False
         )
-        if run_name(load_config(config, [*part, *user], check_machine=False), base=base) != arm.run_name:
+        if run_name(load_config(config, [*part, *same_run], check_machine=False), base=base) != arm.run_name:
             continue
         out = [*run_overrides(scale, arm, fidelity, scale_name), *user]
         run_dir = f"{root}/runs/{letter}/{arm.run_name}/seed~{seed}"
