@@ -12,6 +12,7 @@
     pods released --logs DIR --out-dir DIR          re-analyse the authors' logs (pods.analysis)
     pods analysis SUBCOMMAND ...                    any pods.analysis subcommand (collect, time-to-peak, plateau, levels)
     pods cost [--scale paper] [--format md|csv]     GPU-hours of a scale from the run sheet, seeds, budgets
+    pods quickstart [--seeds 5] [--steps 300]       the package end to end in minutes: GRPO vs PODS on tiny (a)
 
 Examples::
 
@@ -129,6 +130,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         add_help=False,
     )
     sub.add_parser("analysis", allow_abbrev=False, help="run a pods.analysis subcommand", add_help=False)
+    sub.add_parser(
+        "quickstart",
+        help="both arms of the tiny (a) comparison on 5 seeds, their table, figure and verdict: minutes on a CPU",
+        add_help=False,
+    )
     sub.add_parser(
         "cost", help="GPU-hours of a scale (run sheet x seeds x budgets): pods cost [--scale NAME]", add_help=False
     )
@@ -364,6 +370,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_analysis(["released", *argv[1:]], prog="pods")
         if argv and argv[0] == "analysis":
             return _cmd_analysis(argv[1:], prog="pods analysis")
+        if argv and argv[0] == "quickstart":
+            from pods.quickstart import main as quickstart_main
+
+            return quickstart_main(argv[1:])
         if argv and argv[0] == "cost":
             from pods.analysis.cost import main as cost_main
 

@@ -117,6 +117,17 @@ def _build_runs(arms):
 
 
 SHEET = load_sheet(SCALE["runs"])
+
+
+def _step_budgeted(letter):
+    """Whether a setting's runs at this scale stop at a number of optimizer steps (its experiment or the scale)."""
+    path = registry.repo_file(registry.SETTINGS[letter].experiments[SCALE_NAME])
+    budget = (yaml.safe_load(open(path)) or {}).get("budget") or {} if os.path.exists(path) else {}
+    return bool((SCALE.get("overrides") or {}).get("budget.max_steps", budget.get("max_steps")))
+
+
+# Figures of step-budgeted scales (tiny, smoke) plot against optimizer steps: the same whatever the load.
+FIGURE_X = "steps" if all(_step_budgeted(arm.setting) for arm in SHEET) else "time"
 RUNS = _build_runs(SHEET)  # "{setting}/{run name}/seed~{seed}" -> trainer overrides
 LETTERS = sorted({arm.setting for arm in SHEET})  # the settings this scale trains
 

@@ -45,7 +45,7 @@ rule figure:
     params:
         caption=figure_caption,
         # step budgets (tiny, smoke): curves against optimizer steps, the same whatever the machine's load
-        x="steps" if SCALE["overrides"].get("budget.max_steps") else "time",
+        x=FIGURE_X,
     shell:
         "python {input.script} --curves {input.curves} --steps {input.steps} --x {params.x}"
         " --out {output.pdf} > {log} 2>&1"

@@ -53,6 +53,8 @@ FAST_OVERRIDES = (
     "eval.max_completion_length=64",
     "checkpoint.every_steps=2",
     "optim.lr=1e-3",
+    "eval.others_every=1",  # tiny_a.yaml, the default job's run, evaluates its other sets at every 4th point
+    "eval.noise=fresh",  # and with common evaluation noise; the tests' base is the trainer's defaults
 )
 
 

@@ -30,7 +30,7 @@ CLI_BAD = {
     "m_lt_2": (TINY_A, ["rollout.m=1"], "rollout.m"),
     "not_divisible": (TINY_A, ["rollout.prompts_per_step=3", "hardware.num_processes=2"], "rollout.prompts_per_step"),
     "negative_budget": (TINY_A, ["budget.max_time_s=-1"], "budget.max_time_s"),
-    "no_budget": (TINY_A, ["budget.max_time_s=null"], "budget"),
+    "no_budget": (TINY_A, ["budget.max_time_s=null", "budget.max_steps=null"], "budget"),
     "unknown_rule": (TINY_A, ["rollout.rule=maxvar"], "rollout.rule"),
     "unknown_model": (TINY_A, ["policy.model=tiny:nope"], "policy.model"),
     "unknown_task": (TINY_A, ["task.name=gsm9k"], "task.name"),

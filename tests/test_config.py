@@ -192,10 +192,10 @@ BAD = {
     "train_not_jsonl": (["task.train=openai/gsm8k"], "task.train", ".jsonl"),
     "negative_budget": (["budget.max_time_s=-5"], "budget.max_time_s", "21600"),
     "zero_steps": (["budget.max_steps=0"], "budget.max_steps", "positive"),
-    "no_budget": (["budget.max_time_s=null"], "budget", "budget.max_time_s"),
+    "no_budget": (["budget.max_time_s=null", "budget.max_steps=null"], "budget", "budget.max_time_s"),
     "eval_grid_zero": (["eval.every_s=0"], "eval.every_s", "1800"),
     "eval_grid_negative_steps": (["eval.every_steps=-1"], "eval.every_steps", "positive"),
-    "no_eval_grid": (["eval.every_s=null"], "eval", "eval.every_s"),
+    "no_eval_grid": (["eval.every_s=null", "eval.every_steps=null"], "eval", "eval.every_s"),
     "eval_repeats": (["eval.repeats=0"], "eval.repeats", "5"),
     "not_divisible": (
         ["rollout.prompts_per_step=3", "hardware.num_processes=2"],
@@ -524,7 +524,7 @@ CHANGES = {
     "eval.repeats": 2,
     "eval.temperature": 0.5,
     "eval.max_completion_length": 64,
-    "eval.noise": "common",
+    "eval.noise": "fresh",  # experiments/tiny_a.yaml evaluates with common noise
     "rollout.top_k": 50,
     "rollout.vllm_is_correction": None,  # needs rollout.backend=vllm (GPU)
     "optim.logprob_temperature": "none",

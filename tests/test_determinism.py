@@ -47,12 +47,20 @@ def test_same_seed_same_metrics_other_seed_differs(tiny_cfg, tmp_path):
 
 
 def tiny_scale_overrides(letter: str) -> dict:
-    """The trainer overrides the workflow adds to every tiny run of setting `letter` (rules/common.smk
-    `_run_overrides`: the scale's `overrides`, then the setting's own)."""
+    """The budget and evaluation keys of a tiny run of setting `letter` as the workflow resolves it: its
+    experiment file (experiments/tiny_<letter>.yaml, which says what the default job trains), then the scale's
+    overrides (pods.config.scales, as rules/common.smk)."""
     import yaml
 
+    from pods.config import load_config
+
     scale = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scales"]["tiny"]
-    return {**scale.get("overrides", {}), **scale.get("settings", {}).get(letter, {}).get("overrides", {})}
+    over = {**scale.get("overrides", {}), **scale.get("settings", {}).get(letter, {}).get("overrides", {})}
+    cfg = load_config(REPO / "experiments" / f"tiny_{letter}.yaml", [f"{k}={_value(v)}" for k, v in over.items()],
+                      check_machine=False)  # fmt: skip
+    keys = ("budget.max_time_s", "budget.max_steps", "eval.every_s", "eval.every_steps", "eval.noise",
+            "eval.max_examples", "eval.others_every", "policy.model")  # fmt: skip
+    return {k: getattr(getattr(cfg, k.split(".")[0]), k.split(".")[1]) for k in keys}
 
 
 def _value(v) -> str:

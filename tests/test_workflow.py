@@ -197,7 +197,10 @@ def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(w
         # check_machine=False: the paper's GPU configs are validated on this CPU machine.
         summary = Path(job["summary"])
         letter = summary.parts[-4]
-        over = {**prof.get("overrides", {}), **prof.get("settings", {}).get(letter, {}).get("overrides", {})}
+        # the setting's step budget: its experiment file, or the scale's overrides of it
+        exp = read_yaml(REPO / job["experiment"])
+        over = {"budget.max_steps": exp["budget"].get("max_steps"), "eval.every_steps": exp["eval"].get("every_steps")}
+        over.update({**prof.get("overrides", {}), **prof.get("settings", {}).get(letter, {}).get("overrides", {})})
         ablation = (letter, summary.parts[-3]) not in with_role
         if ablation:  # the sweeps and ablations: the scale's ablation_overrides come last
             over.update(prof.get("ablation_overrides", {}))
@@ -214,7 +217,6 @@ def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(w
         if scale == "tiny":  # the tiny runs count steps (load-independent): no wall-clock budget or time grid
             assert cfg.budget.max_time_s is None, job["args"]
             assert cfg.eval.every_s is None, job["args"]
-            # the scale's step budget, or the setting's own (scales.tiny.settings.<letter>.overrides)
             assert cfg.budget.max_steps == over["budget.max_steps"], job["args"]
             assert cfg.eval.every_steps == over["eval.every_steps"], job["args"]
 
@@ -312,7 +314,7 @@ def test_pods_train_with_scale_resolves_the_workflow_job_s_config(workdir):
     (job,) = [j for j in jobs if "n~64_m~16/seed~0" in j["summary"] and "/a/" in j["summary"]]
     assert printed == to_dict(load_config(REPO / job["experiment"], job["args"], check_machine=False))
     assert "# run_dir: results/runs/a/sel~max_variance_n~64_m~16/seed~0" in res.stdout
-    assert printed["budget"]["max_steps"] == CONFIG["scales"]["tiny"]["settings"]["a"]["overrides"]["budget.max_steps"]
+    assert printed["budget"]["max_steps"] == 600  # experiments/tiny_a.yaml: what the default job trains
 
 
 def test_scale_refuses_an_experiment_of_another_scale():
@@ -671,23 +673,29 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     by a job of the DAG), (a) 600 steps on 64 seeds per main arm and (e) 150 steps, both on 400-problem
     evaluations; (b)-(d), (f) keep their experiment YAML's model, (b)-(d) the scale's evaluation size,
     and (f) runs 100 steps on 3 seeds per arm with 400-problem evaluations."""
-    seen, seeds = {}, {}
+    from pods.config import load_config
+
+    seen, seeds, cfgs = {}, {}, {}
     for letter, args, job in parsed_train_jobs(scale_dry_run(workdir, dry_runs, "tiny"), "results"):
-        model = args.get("policy.model")
+        key = (job["experiment"], tuple(v for v in job["args"] if not v.startswith(("seed=", "out_dir="))))
+        if key not in cfgs:  # what the job trains: its experiment file with the job's arguments
+            cfgs[key] = load_config(REPO / job["experiment"], job["args"], check_machine=False)
+        cfg = cfgs[key]
+        model = cfg.policy.model
         if model == "tiny:llama-arith_warm_tt":
             assert any(i.endswith("tiny/llama-arith_warm_tt/pods_tiny.json") for i in job["input"]), job["input"]
-        seen.setdefault(letter, set()).add((model, args["budget.max_steps"], args.get("eval.max_examples")))
-        seeds.setdefault((letter, args["budget.max_steps"]), set()).add(args["seed"])
-    assert seen["a"] == {("tiny:llama-arith_warm_tt", "600", "400"), ("tiny:llama-arith_warm_tt", "200", "400")}
-    assert seen["e"] == {("tiny:llama-arith_warm_tt", "150", "400")}
-    assert seeds[("a", "600")] == {str(s) for s in range(64)}
-    assert seeds[("a", "200")] == {"0", "1", "2"}
+        seen.setdefault(letter, set()).add((model, cfg.budget.max_steps, cfg.eval.max_examples))
+        seeds.setdefault((letter, cfg.budget.max_steps), set()).add(args["seed"])
+    assert seen["a"] == {("tiny:llama-arith_warm_tt", 600, 400), ("tiny:llama-arith_warm_tt", 200, 400)}
+    assert seen["e"] == {("tiny:llama-arith_warm_tt", 150, 400)}
+    assert seeds[("a", 600)] == {str(s) for s in range(64)}
+    assert seeds[("a", 200)] == {"0", "1", "2"}
     for letter in "bcdf":
-        assert {model for model, _, _ in seen[letter]} == {None}, seen[letter]
+        assert "warm" not in str({model for model, _, _ in seen[letter]}), seen[letter]
     for letter in "bcd":
-        assert {examples for _, _, examples in seen[letter]} == {None}, seen[letter]  # the YAML's size
-    assert seen["f"] == {(None, "100", "400")}
-    assert seeds[("f", "100")] == {"0", "1", "2"}
+        assert {examples for _, _, examples in seen[letter]} == {200}, seen[letter]
+    assert {(steps, examples) for _, steps, examples in seen["f"]} == {(100, 400)}
+    assert seeds[("f", 100)] == {"0", "1", "2"}
 
 
 def test_a_longer_budget_names_the_workflow_s_run_so_that_it_continues():

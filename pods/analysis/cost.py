@@ -55,7 +55,11 @@ def _budget_s(experiment: Path, overrides: Sequence[Mapping[str, Any]]) -> float
     cfg = yaml.safe_load(experiment.read_text(encoding="utf-8")) or {}
     value = (cfg.get("budget") or {}).get("max_time_s")
     if value is None:
-        raise CostError(f"{experiment} has no budget.max_time_s: a run without a time budget has no cost estimate")
+        raise CostError(
+            f"{experiment} has no wall-clock budget (budget.max_time_s: null; its runs train a number of steps): "
+            "`pods cost` estimates GPU-hours of time-budget scales, e.g. --scale paper; for a step-budget scale, "
+            "time a finished job with `pods analysis job-time --root ROOT`"
+        )
     return float(value)
 
 
