@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +23,7 @@ import pytest
 from pods.analysis.cli import main as analysis_main
 from pods.analysis.released import read_released
 from pods.analysis.released_logs import make_manifest
-from pods.analysis.tidy import AnalysisInputError, read_curves, read_steps
+from pods.analysis.tidy import AnalysisInputError, check_grids, read_curves, read_steps
 
 
 def _load(name: str):
@@ -198,6 +200,53 @@ def test_a_missing_evaluation_of_one_seed_is_refused(table, tmp_path, capsys):
     line = _one_line_error(err)
     assert "seed 1 lacks grid point 2" in line
     _contains(line, "grpo n=4 m=4", "Fix:")
+
+
+# A committed step-grid table (eval.every_steps: 8 seeds per arm of setting a, each evaluated at the same steps).
+STEP_GRID_CURVES = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "gpu_h100_tt_curves.csv"
+RELEASED_CURVES = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "released" / "curves.csv.gz"
+
+
+def _installed_pods(*argv) -> subprocess.CompletedProcess:
+    """The installed `pods` command (the console script beside this Python), run as a user runs it."""
+    exe = Path(sys.executable).with_name("pods")
+    assert exe.is_file(), f"{exe} is missing: install the package (bash scripts/install.sh)"
+    return subprocess.run([str(exe), *map(str, argv)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("cmd", ["time-to-peak", "levels", "plateau"])
+def test_a_seed_rerun_on_another_step_grid_is_refused(tmp_path, cmd):
+    # Seed 3 of the baseline rerun with eval.every_steps 30 instead of 25 (100 -> 120 on the hard sets): as many
+    # evaluations, at other steps. Averaged by grid index it shifted the baseline's time to peak without a word.
+    curves = pd.read_csv(STEP_GRID_CURVES)
+    rerun = (curves["setting"] == "a") & (curves["arm"] == "grpo") & (curves["seed"] == 3)
+    curves.loc[rerun, "step"] = curves.loc[rerun, "step"] * 6 // 5
+    curves.to_csv(tmp_path / "curves.csv", index=False)
+    res = _installed_pods("analysis", cmd, "--curves", tmp_path / "curves.csv", "--out-dir", tmp_path / "o")
+    assert res.returncode == 2, res.stdout + res.stderr
+    line = _one_line_error(res.stderr)
+    _contains(
+        line,
+        "seed 3 of grpo n=16 m=16 (setting a,",
+        "at steps 30, 60, 90, 120, ... where seeds 0, 1, 2, 4, 5, 6, 7 were at steps 25, 50, 75, 100, ...",
+        "Fix: rerun seed 3 on the other seeds' step grid (eval.every_steps 25)",
+    )
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_seeds_on_one_step_grid_and_wall_clock_grids_pass(tmp_path):
+    # On a step grid the seeds' times differ at a grid point and their steps agree; on the released logs'
+    # wall-clock grid it is the other way round. Both are one grid, and both are read.
+    step_grid = read_curves(STEP_GRID_CURVES)
+    evals = step_grid[step_grid["dataset"] != "train"]
+    assert evals.groupby(["setting", "arm", "dataset", "metric", "grid"])["time_s"].nunique().max() > 1
+    check_grids(step_grid, STEP_GRID_CURVES)
+    released = read_curves(RELEASED_CURVES)
+    assert released.groupby(["setting", "arm", "n", "m", "dataset", "metric", "grid"])["step"].nunique().max() > 1
+    check_grids(released, RELEASED_CURVES)
+    res = _installed_pods("analysis", "time-to-peak", "--curves", RELEASED_CURVES, "--out-dir", tmp_path / "o",
+                          "--n-boot", "100")  # fmt: skip
+    assert res.returncode == 0, res.stderr
 
 
 # ----------------------------------------------------------------------------------------------

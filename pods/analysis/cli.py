@@ -27,7 +27,8 @@ Exit codes: 0 ok, 2 missing, empty or unusable input or option (one line that na
 What is refused rather than averaged: a curves table that holds one evaluation twice (a run collected twice),
 and the seeds of one arm evaluated at different grid points, whether one was trained longer (pass --until-step N
 to read every seed up to a common budget) or one lacks an evaluation the others have (restore it, or leave that
-seed out and collect again: no seed is dropped in silence). `released` checks the logs folder against the
+seed out and collect again: no seed is dropped in silence), or, on a step grid, one was evaluated at other
+steps than the others (rerun with another eval.every_steps). `released` checks the logs folder against the
 package's SHA-256 manifest first, as the workflow does (--no-verify skips that, with a warning).
 """
 

@@ -420,6 +420,23 @@ def _verdict_per_step(rec: Records, t: Tables) -> list[str]:
     return out
 
 
+def _mc_sentence(t: Tables) -> str:
+    """The Monte-Carlo error of the page's bootstrap bounds (the tables' `*_ci_mc` columns), in words."""
+    tables = [x for x in (t.released, t.tiny, t.gpu, *t.budgets.values()) if x is not None and not x.empty]
+    worst = {}
+    for col, what in (("speedup_steps_ci_mc", "per-step"), ("ci_mc", "eval-grid")):
+        vals = pd.concat([x[col] for x in tables if col in x]).dropna()
+        worst[what] = float(vals.max()) if len(vals) else math.nan
+    n_boot = int(t.released["n_boot"].iloc[0]) if "n_boot" in t.released else DEFAULT_N_BOOT
+    return (
+        f"The bounds are read far in the bootstrap's tails (0.1% each side at 5 seeds per arm) from {n_boot} "
+        f"resamples with seed {BOOT_SEED}: another seed moves a bound by up to its Monte-Carlo error (the tables' "
+        f"`ci_mc` columns), here at most {_num(worst['per-step'])} for the per-step speed-ups and "
+        f"{_num(worst['eval-grid'])} for the eval-grid ones, whose bounds are ratios of grid times (a bound "
+        "between two of them moves by a whole grid point): a bound's second decimal is not settled."
+    )
+
+
 def page(rec: Records, t: Tables) -> str:
     L: list[str] = []
     add = L.append
@@ -432,8 +449,9 @@ def page(rec: Records, t: Tables) -> str:
         "(arXiv 2504.13818 App. A.4; [paper.md](paper.md#time-to-peak)). Intervals: 95% over seeds, each "
         "arm's seeds resampled on their own, a resample in which PODS never reaches the target counting as "
         "a speed-up of 0 (its share is given as 'never'); the expanded percentile bootstrap, whose coverage "
-        "was checked by simulation at 5-64 seeds per arm (none is given below 5: 'n/a'). Differences of "
-        "means use Welch t-intervals.")  # fmt: skip
+        "was checked by simulation at 5-64 seeds per arm (none is given below 5: 'n/a'): it is conservative, "
+        "covering 99-99.8% there, so read its bounds as wide ones. Differences of "
+        "means use Welch t-intervals. " + _mc_sentence(t))  # fmt: skip
     add("")
     add("## At a glance")
     add("")

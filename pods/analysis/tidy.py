@@ -25,7 +25,9 @@ steps and values, broken or wrongly shaped JSON / CSV, missing keys or columns. 
 that should not be: a curves or steps table that holds one evaluation (or run) twice is refused
 (`refuse_duplicates`), and so are the seeds of one arm evaluated at different grid points
 (`check_grids`: a seed trained longer, or one missing an evaluation, would shift the mean curve where
-only some seeds have a point). `read_curves` returns its rows in one order whatever the file's order,
+only some seeds have a point; on a step grid, eval.every_steps, a seed evaluated at other steps, as when
+rerun with another eval.every_steps, would be averaged with the others by grid index; on a wall-clock grid,
+eval.every_s and the released logs, where `time_s` is the grid time shared by the seeds, their steps may differ). `read_curves` returns its rows in one order whatever the file's order,
 so the tables computed from it do not depend on it.
 """
 
@@ -371,6 +373,67 @@ def check_grids(df: pd.DataFrame, source) -> None:
     for arm_key, seeds in per_arm:
         if seeds.nunique() > 1:
             raise AnalysisInputError(_grid_message(df, dict(zip(keys, arm_key, strict=True)), seeds, source))
+    _check_steps(df, keys, source)
+
+
+def _same(x: np.ndarray) -> bool:
+    """All of `x` equal (up to float round-off)."""
+    return bool(np.ptp(x) <= 1e-6 * max(1.0, float(np.max(np.abs(x)))))
+
+
+def _check_steps(df: pd.DataFrame, keys: list[str], source) -> None:
+    """check_grids's second half: on a step grid, the seeds of an arm share each grid point's optimizer step.
+
+    The table says which grid an arm is on through `time_s`: on a wall-clock grid (eval.every_s, the paper's, and
+    the authors' released logs) `time_s` is the grid time k x every_s, the same for every seed at grid point k,
+    while the optimizer steps reached there legitimately differ between seeds; on a step grid (eval.every_steps)
+    `time_s` is the logged time, different for every seed, and the steps are the grid. So an arm whose seeds
+    share `time_s` at every grid point is on a wall-clock grid and passes; any other arm must have one step per
+    grid point. Else a seed rerun with another eval.every_steps (as many evaluations, at other steps) would be
+    averaged with the others by grid index. Evaluations only: the rows of dataset "train" are means over grid
+    intervals (check_grids). A table without steps is on a time grid."""
+    evals = df[df["dataset"] != "train"]
+    if evals.empty or evals["step"].isna().any():
+        return
+    for arm_key, rows in evals.groupby(keys, sort=True, dropna=False):
+        if rows["seed"].nunique() < 2:
+            continue
+        by_grid = rows.groupby("grid", sort=True)
+        if all(_same(t.to_numpy(float)) for _, t in by_grid["time_s"]):
+            continue  # a wall-clock grid: the grid times are shared, the steps may differ
+        if all(_same(s.to_numpy(float)) for _, s in by_grid["step"]):
+            continue
+        raise AnalysisInputError(_step_message(rows, dict(zip(keys, arm_key, strict=True)), source))
+
+
+def _step_message(rows: pd.DataFrame, arm: dict, source) -> str:
+    """_check_steps's refusal: the first seed whose steps differ from the arm's most common ones, and where."""
+    steps = rows.pivot_table(index="seed", columns="grid", values="step", aggfunc="first").sort_index()
+    tuples = [tuple(float(x) for x in r) for r in steps.to_numpy()]
+    common = max(tuples, key=lambda t: (tuples.count(t), -tuples.index(t)))
+    seeds = list(steps.index)
+    odd = next(s for s, t in zip(seeds, tuples, strict=True) if t != common)
+    others = [_plain(s) for s, t in zip(seeds, tuples, strict=True) if t == common]
+    mine = tuples[seeds.index(odd)]
+    at = [i for i, (a, b) in enumerate(zip(mine, common, strict=True)) if a != b]
+    grid = list(steps.columns)
+
+    def listed(vals) -> str:
+        return ", ".join(_plain(v) for v in vals[:4]) + (", ..." if len(vals) > 4 else "")
+
+    label = f"{arm['arm']} n={_plain(arm['n'])} m={_plain(arm['m'])}"
+    label += f" grad_accum={_plain(arm['grad_accum'])}" if int(arm["grad_accum"]) != 1 else ""
+    every = np.array([common[i] / grid[i] for i in range(len(grid)) if grid[i] > 0])
+    hint = f" (eval.every_steps {_plain(every[0])})" if every.size and _same(every) else ""
+    s = "s" if len(others) > 1 else ""
+    return (
+        f"{source}: seed {_plain(odd)} of {label} (setting {arm['setting']}, {arm['dataset']} / {arm['metric']}) "
+        f"was evaluated at steps {listed([mine[i] for i in at])} where seed{s} {', '.join(others)} "
+        f"{'were' if s else 'was'} at steps {listed([common[i] for i in at])} (grid point"
+        f"{'s' if len(at) > 1 else ''} {listed([grid[i] for i in at])}{f': {len(at)} differ' if len(at) > 4 else ''})"
+        ": averaging them by grid point would mix different steps. Fix: rerun seed "
+        f"{_plain(odd)} on the other seeds' step grid{hint}, or remove its run directory and collect again"
+    )
 
 
 def _grid_message(df: pd.DataFrame, arm: dict, seeds: pd.Series, source) -> str:
