@@ -453,6 +453,10 @@ def test_literature_rules_vectorised_equal_per_group_loop(P, n, data):
 
 
 def test_literature_rules_are_valid_config_rules():
+    from pods.config.help import describe_keys
+
+    (row,) = describe_keys("rollout.rule")
+    assert [rule for rule in RULES if rule not in row["doc"]] == []  # `pods config` names every rule
     for rule in LITERATURE_RULES:
         check_rule(rule, 16, 4)
         with pytest.raises(ValueError, match="does nothing when n == m"):
