@@ -59,7 +59,18 @@ def experiment_file(name: str) -> Path | None:
 # ----------------------------------------------------------------------------------------------
 # enumerations
 
-RULES: tuple[str, ...] = ("all", "max_reward", "max_variance", "max_variance_shortest", "percentile", "random")
+RULES: tuple[str, ...] = (
+    "all",
+    "balanced",
+    "cppo_abs_advantage",
+    "gfpo_shortest",
+    "gfpo_token_efficiency",
+    "max_reward",
+    "max_variance",
+    "max_variance_shortest",
+    "percentile",
+    "random",
+)
 """Down-sampling rules (rollout.rule); pods.selectors registers exactly these (tests check)."""
 GRPO_RULES = ("max_variance", "all")
 """Rules accepted when n == m (every rule keeps every rollout then; docs/paper.md#other-rules)."""

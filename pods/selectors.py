@@ -22,6 +22,33 @@ Rules live in a small registry keyed by the name used in configs (``rollout.rule
   correctness rewards it trains on the shortest correct and the shortest wrong rollouts of the
   max-variance split. Needs ``lengths`` (each rollout's completion length, e.g. in tokens).
 
+Rules from other papers, for comparison with PODS under the same trainer (each keeps m of the n rollouts;
+the trainer then computes the kept rollouts' advantages exactly as for PODS's rules, ``normalize``
+included, see :func:`pods.grpo.pods_advantages`):
+
+- ``gfpo_shortest`` (GFPO, Shrivastava et al., arXiv 2508.09726, "Group Filtered Policy Optimization"): the
+  m shortest completions, whatever their rewards (equal lengths: the lower index). Needs ``lengths``.
+- ``gfpo_token_efficiency`` (GFPO's token-efficiency filter): the m highest rewards per token,
+  ``reward / max(length, 1)`` (a completion of no tokens counts as one token). Equal scores go to the
+  shorter completion, then to the lower index; so among rollouts of reward 0 (score 0 at any length) the
+  shortest are kept. Negative rewards are divided like the others: among them a longer completion scores
+  higher (its penalty is spread over more tokens), as in the paper's plain ratio. Needs ``lengths``.
+- ``cppo_abs_advantage`` (CPPO, Lin et al., arXiv 2503.22342, "Completion Pruning Policy Optimization"):
+  the m rollouts of largest absolute advantage |A|, with A computed over the full group exactly as
+  :func:`pods.grpo.group_advantages` does (``(r - mean) / (std + 1e-4)``, unbiased std; a constant group
+  has A = 0 everywhere); equal |A|: the lower index. Which advantage the update then uses is the
+  trainer's ``normalize``: with ``after`` (PODS's default) the kept rollouts' advantages are recomputed
+  from the kept set's mean and std; with ``before`` the full-group advantages A are used, as in CPPO.
+  Dividing by a group's std (or the batch's, or nothing) does not change the order of |r - mean| within a
+  group, so the kept set does not depend on ``scale_rewards``.
+- ``balanced`` (in the spirit of Reinforce-Ada's balanced groups, Xiong et al., arXiv 2510.04996): as many
+  rollouts with reward above the group mean as at or below it: m // 2 from each side, the odd one to the
+  side with more rollouts (equal sides: the above side); a side with too few rollouts gives all it has
+  and the other side fills the rest. Within a side, the lowest indices (the first sampled: rollouts are
+  independent draws, so this is an unbiased pick within the side, not the extremes). A reward within a
+  relative 1e-12 of the group's range from the mean counts as at the mean, so rounding in the mean
+  cannot move it; a constant group keeps its m lowest indices.
+
 A rule registered with ``register_selector(name, uses_lengths=True)`` is called with the rollouts'
 completion lengths as the keyword ``lengths_P_N`` (float64, the shape of the rewards); ``select``
 then needs ``lengths=``, and :class:`pods.trainer.PODSGRPOTrainer` passes the completion token counts.
@@ -39,6 +66,8 @@ Determinism and ties (the paper leaves these open, docs/paper.md#open-items):
   noise in the prefix sums cannot flip the choice. (The authors' single-GPU code tries candidates in
   the order k = m, 0, 1, ..., m-1, so its ties go to k = m first; this only changes which of several
   equally good subsets is kept.)
+- The length-aware and literature rules break ties by the lower index (after the secondary keys
+  stated above), through stable sorts.
 - Every rule returns each group's kept indices sorted ascending, so results compare directly.
 
 Bad input raises ``ValueError`` with a message that says what to change.
@@ -51,6 +80,7 @@ from collections.abc import Callable
 import torch
 
 from pods import registry
+from pods.grpo import group_advantages
 
 __all__ = ["RULES", "check_rule", "register_selector", "select", "uses_lengths"]
 
@@ -276,6 +306,72 @@ def _max_variance_shortest(
     copies_P_N = (sorted_r_P_N.unsqueeze(-1) == kept_r_P_M.unsqueeze(-2)).sum(-1)
     take_P_N = rank_P_N < copies_P_N  # exactly m per group: the copies add up to m, each block is big enough
     return order_P_N[take_P_N].view(P, m)
+
+
+@register_selector("gfpo_shortest", uses_lengths=True)
+def _gfpo_shortest(
+    r_P_N: torch.Tensor, m: int, generator: torch.Generator | None, lengths_P_N: torch.Tensor
+) -> torch.Tensor:
+    """GFPO's length filter (arXiv 2508.09726): the m shortest completions of each group, rewards unseen.
+
+    Equal lengths: the lower index (stable sort). GFPO trains the kept rollouts on advantages from the
+    kept set's statistics, which is the trainer's ``normalize="after"``.
+    """
+    return torch.sort(lengths_P_N, dim=-1, stable=True).indices[:, :m]
+
+
+@register_selector("gfpo_token_efficiency", uses_lengths=True)
+def _gfpo_token_efficiency(
+    r_P_N: torch.Tensor, m: int, generator: torch.Generator | None, lengths_P_N: torch.Tensor
+) -> torch.Tensor:
+    """GFPO's token-efficiency filter (arXiv 2508.09726): the m highest ``reward / max(length, 1)``.
+
+    A zero length counts as one token (no division by zero). Equal scores: the shorter completion, then
+    the lower index; every reward-0 rollout scores 0, so the shortest of them are kept first. Negative
+    rewards keep the plain ratio (among them, a longer completion scores higher).
+    """
+    score_P_N = r_P_N / lengths_P_N.clamp(min=1.0)
+    # Order by (score descending, length, index): stable sorts, the last key first.
+    order_P_N = torch.sort(lengths_P_N, dim=-1, stable=True).indices
+    best_P_N = torch.sort(score_P_N.gather(-1, order_P_N), dim=-1, descending=True, stable=True).indices
+    return order_P_N.gather(-1, best_P_N[:, :m])
+
+
+@register_selector("cppo_abs_advantage")
+def _cppo_abs_advantage(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
+    """CPPO (arXiv 2503.22342): the m largest |A|, A the full group's advantage (pods.grpo.group_advantages).
+
+    Equal |A|: the lower index. The update's advantages are then the trainer's: recomputed over the kept
+    set with ``normalize="after"``, these full-group A with ``normalize="before"`` (CPPO's own choice).
+    """
+    abs_adv_P_N = group_advantages(r_P_N).abs()
+    return torch.sort(abs_adv_P_N, dim=-1, descending=True, stable=True).indices[:, :m]
+
+
+@register_selector("balanced")
+def _balanced(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
+    """Balanced groups (after Reinforce-Ada, arXiv 2510.04996): m // 2 above the mean, m // 2 at or below.
+
+    The odd one goes to the side with more rollouts (equal sides: above); a short side gives all it has and
+    the other fills the rest. Within a side, the lowest indices.
+    """
+    P, N = r_P_N.shape
+    # Within a relative 1e-12 of the range from the mean counts as at the mean (the float mean may round).
+    # A constant group may land on either side: all of it on one side keeps its m lowest indices either way.
+    spread_P1 = r_P_N.amax(dim=-1, keepdim=True) - r_P_N.amin(dim=-1, keepdim=True)
+    above_P_N = (r_P_N - r_P_N.mean(dim=-1, keepdim=True)) > _VAR_RTOL * spread_P1
+    n_above_P = above_P_N.sum(-1)
+    n_below_P = N - n_above_P
+    want_above_P = m // 2 + (m % 2) * (n_above_P >= n_below_P).long()
+    # Feasible: m - n_below <= n_above because n_above + n_below = N >= m.
+    k_above_P1 = torch.minimum(torch.maximum(want_above_P, m - n_below_P), n_above_P).unsqueeze(-1)
+    k_below_P1 = m - k_above_P1
+    # Rank of each rollout within its side in index order (0 = the lowest index of that side).
+    rank_above_P_N = above_P_N.long().cumsum(-1) - 1
+    rank_below_P_N = (~above_P_N).long().cumsum(-1) - 1
+    take_P_N = torch.where(above_P_N, rank_above_P_N < k_above_P1, rank_below_P_N < k_below_P1)
+    idx_P_N = torch.arange(N, device=r_P_N.device).expand(P, N)
+    return idx_P_N[take_P_N].view(P, m)  # exactly m per row, in index order
 
 
 RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))  # = pods.registry.RULES (tests/test_selectors.py)

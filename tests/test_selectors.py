@@ -205,7 +205,8 @@ def test_random_is_seeded_uniform_without_replacement():
             torch.zeros(4),
             2,
             "maxvar",
-            "valid rules: all, max_reward, max_variance, max_variance_shortest, percentile, random",
+            "valid rules: all, balanced, cppo_abs_advantage, gfpo_shortest, gfpo_token_efficiency, max_reward, "
+            "max_variance, max_variance_shortest, percentile, random",
         ),
         (torch.zeros(4), 2, "all", "needs m == n"),
         ([0.0, 1.0], 1, "max_variance", "torch.as_tensor"),
@@ -229,7 +230,18 @@ def test_check_rule_for_configs():
     ]:
         with pytest.raises(ValueError, match=match):
             check_rule(*args)
-    assert set(RULES) == {"all", "max_reward", "max_variance", "max_variance_shortest", "percentile", "random"}
+    assert set(RULES) == {
+        "all",
+        "balanced",
+        "cppo_abs_advantage",
+        "gfpo_shortest",
+        "gfpo_token_efficiency",
+        "max_reward",
+        "max_variance",
+        "max_variance_shortest",
+        "percentile",
+        "random",
+    }
     assert RULES == registry.RULES  # the torch-free registry names exactly the registered selectors
 
 
@@ -295,3 +307,161 @@ def test_max_variance_shortest_examples_and_its_lengths_argument():
             select(r, 4, "max_variance_shortest", lengths=bad)
     # the other rules ignore lengths
     assert select(r, 4, "max_variance", lengths=ln).tolist() == select(r, 4, "max_variance").tolist()
+
+
+# ---- rules from other papers: GFPO's two filters, CPPO, balanced groups ------------------------------
+LITERATURE_RULES = ("gfpo_shortest", "gfpo_token_efficiency", "cppo_abs_advantage", "balanced")
+rewards_lengths = st.integers(2, 12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from([-1.0, 0.0, 0.25, 1.0, 1.2, 2.2]), min_size=n, max_size=n),
+        st.lists(st.integers(0, 6), min_size=n, max_size=n),  # few lengths (0 included): ties in length too
+        st.integers(1, n),
+    )
+)
+
+
+def _first_m(key, n: int, m: int) -> list[int]:
+    """The m indices of range(n) that come first under ``key``, sorted ascending."""
+    return sorted(sorted(range(n), key=key)[:m])
+
+
+@FAST
+@given(rewards_lengths)
+def test_gfpo_shortest_keeps_the_m_shortest_ties_to_the_lower_index(case):
+    values, lens, m = case
+    r, ln = torch.tensor(values), torch.tensor(lens, dtype=torch.float64)
+    keep = select(r, m, "gfpo_shortest", lengths=ln)
+    assert keep.tolist() == _first_m(lambda i: (lens[i], i), len(values), m)
+    dropped = sorted(set(range(len(values))) - set(keep.tolist()))
+    assert all(lens[i] <= lens[j] for i in keep.tolist() for j in dropped)
+    assert torch.equal(keep, select(-r, m, "gfpo_shortest", lengths=ln))  # rewards play no part
+
+
+def test_gfpo_shortest_example():
+    r = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    ln = torch.tensor([7.0, 3.0, 3.0, 9.0, 1.0, 3.0])
+    # lengths 1 (index 4), then three of length 3 (indices 1, 2, 5): the lower two indices
+    assert select(r, 3, "gfpo_shortest", lengths=ln).tolist() == [1, 2, 4]
+
+
+@FAST
+@given(rewards_lengths)
+def test_gfpo_token_efficiency_keeps_the_highest_reward_per_token(case):
+    values, lens, m = case
+    r, ln = torch.tensor(values, dtype=torch.float64), torch.tensor(lens, dtype=torch.float64)
+    keep = select(r, m, "gfpo_token_efficiency", lengths=ln)
+    # reward per token, a zero length counted as one token; equal scores: shorter, then lower index
+    score = [values[i] / max(lens[i], 1) for i in range(len(values))]
+    assert keep.tolist() == _first_m(lambda i: (-score[i], lens[i], i), len(values), m)
+    dropped = sorted(set(range(len(values))) - set(keep.tolist()))
+    assert all(score[i] >= score[j] for i in keep.tolist() for j in dropped)
+
+
+def test_gfpo_token_efficiency_zero_lengths_and_non_positive_rewards():
+    # index:           0     1     2     3     4     5     6     7
+    r = torch.tensor([1.0, 1.0, 1.0, 0.0, 0.0, -1.0, -1.0, 0.5])
+    ln = torch.tensor([4.0, 0.0, 1.0, 9.0, 2.0, 2.0, 8.0, 1.0])
+    # scores 0.25, 1 (length 0 counts as 1), 1, 0, 0, -0.5, -0.125, 0.5
+    order = [1, 2, 7, 0, 4, 3, 6, 5]  # 1 ties 2 at score 1: the shorter (length 0) first; 0s: the shorter
+    for m in range(1, 9):
+        assert select(r, m, "gfpo_token_efficiency", lengths=ln).tolist() == sorted(order[:m]), m
+
+
+@FAST
+@given(rewards_lengths)
+def test_cppo_keeps_the_largest_absolute_full_group_advantages(case):
+    from pods.grpo import group_advantages
+
+    values, _, m = case
+    r = torch.tensor(values, dtype=torch.float64)
+    keep = select(r, m, "cppo_abs_advantage")
+    a = group_advantages(r).abs().tolist()  # over all n rollouts, pods.grpo's epsilon and std
+    assert keep.tolist() == _first_m(lambda i: (-a[i], i), len(values), m)
+    # no m-subset has a larger total |r - mean| (brute force)
+    dev = (r - r.mean()).abs()
+    best = max(float(dev[list(c)].sum()) for c in itertools.combinations(range(len(values)), m))
+    assert float(dev[keep].sum()) >= best - 1e-9
+
+
+def test_cppo_example_ties_and_scale():
+    r = torch.tensor([0.0, 1.0, 0.5, 1.0, 0.0, 0.5])  # mean 0.5: |A| equal for the four 0s and 1s
+    assert select(r, 2, "cppo_abs_advantage").tolist() == [0, 1]  # the lower indices among equal |A|
+    assert select(r, 5, "cppo_abs_advantage").tolist() == [0, 1, 2, 3, 4]
+    r = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0, 0.0, 7.0, 6.0])  # mean 3.5
+    assert select(r, 3, "cppo_abs_advantage").tolist() == [1, 5, 6]  # |A| of 0 and 7 top; 1 ties 6: index 1
+    assert torch.equal(select(r, 3, "cppo_abs_advantage"), select(4 * r - 8, 3, "cppo_abs_advantage"))
+    assert select(torch.ones(5), 2, "cppo_abs_advantage").tolist() == [0, 1]  # constant group: A = 0
+
+
+def _balanced_reference(values: list[float], m: int) -> list[int]:
+    """Balanced groups by exact rational arithmetic: m // 2 above the mean and m // 2 at or below it, the odd
+    one to the larger side (equal: above), short sides filled from the other, lowest indices within a side."""
+    from fractions import Fraction
+
+    x = [Fraction(repr(v)) for v in values]  # the decimal the test wrote: 1.2 is 6/5, not its binary float
+    mean = sum(x) / len(x)
+    above = [i for i in range(len(x)) if x[i] > mean]
+    below = [i for i in range(len(x)) if x[i] <= mean]
+    want = m // 2 + (m % 2 if len(above) >= len(below) else 0)
+    k = min(max(want, m - len(below)), len(above))
+    return sorted(above[:k] + below[: m - k])
+
+
+@FAST
+@given(rewards_lengths)
+def test_balanced_takes_half_above_half_at_or_below_the_mean(case):
+    values, _, m = case
+    r = torch.tensor(values, dtype=torch.float64)
+    keep = select(r, m, "balanced").tolist()
+    assert keep == _balanced_reference(values, m)
+    mean = sum(values) / len(values)
+    up = sum(values[i] > mean + 1e-9 for i in keep)
+    n_up = sum(v > mean + 1e-9 for v in values)
+    if min(n_up, len(values) - n_up) >= (m + 1) // 2:  # both sides big enough: balanced within one
+        assert abs(up - (m - up)) <= 1
+    else:  # the short side gives all it has
+        assert up == n_up or m - up == len(values) - n_up
+
+
+def test_balanced_examples():
+    r = torch.tensor([1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0])  # 3 above the mean, 5 at or below
+    assert select(r, 4, "balanced").tolist() == [0, 1, 2, 3]  # 2 + 2, lowest indices of each side
+    assert select(r, 3, "balanced").tolist() == [0, 1, 3]  # odd m: the extra one from the larger side (below)
+    assert select(r, 7, "balanced").tolist() == [0, 1, 2, 3, 4, 5, 6]  # above has only 3: below fills 4
+    r = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0, 0.0, 7.0, 6.0])  # 4 above (3, 4, 6, 7), 4 below
+    assert select(r, 3, "balanced").tolist() == [0, 3, 4]  # equal sides: the extra one from above
+    assert select(torch.full((6,), 0.1, dtype=torch.float64), 3, "balanced").tolist() == [0, 1, 2]  # constant
+    # a reward equal to the mean is "at or below" even when the float mean rounds: 0.2 of [0.1, 0.2, 0.3]
+    assert select(torch.tensor([0.3, 0.2, 0.1], dtype=torch.float64), 2, "balanced").tolist() == [0, 1]
+
+
+@FAST
+@given(st.integers(2, 6), st.integers(2, 10), st.data())
+def test_literature_rules_vectorised_equal_per_group_loop(P, n, data):
+    m = data.draw(st.integers(1, n))
+    vals = data.draw(st.lists(st.sampled_from([0.0, 0.25, 1.0, 2.2, -1.5]), min_size=P * n, max_size=P * n))
+    lens = data.draw(st.lists(st.integers(0, 5), min_size=P * n, max_size=P * n))
+    r_P_N = torch.tensor(vals, dtype=torch.float32).view(P, n)
+    ln_P_N = torch.tensor(lens, dtype=torch.float32).view(P, n)
+    for rule in LITERATURE_RULES:
+        batched = select(r_P_N, m, rule=rule, lengths=ln_P_N)
+        assert batched.shape == (P, m)
+        assert batched.dtype == torch.long
+        assert all(row.tolist() == sorted(set(row.tolist())) for row in batched), rule  # distinct, ascending
+        looped = torch.stack([select(r_P_N[p], m, rule=rule, lengths=ln_P_N[p]) for p in range(P)])
+        assert torch.equal(batched, looped), rule
+
+
+def test_literature_rules_are_valid_config_rules():
+    from pods.config.help import describe_keys
+
+    (row,) = describe_keys("rollout.rule")
+    assert [rule for rule in RULES if rule not in row["doc"]] == []  # `pods config` names every rule
+    for rule in LITERATURE_RULES:
+        check_rule(rule, 16, 4)
+        with pytest.raises(ValueError, match="does nothing when n == m"):
+            check_rule(rule, 4, 4)
+    for rule in ("gfpo_shortest", "gfpo_token_efficiency"):
+        with pytest.raises(ValueError, match="pass lengths="):
+            select(torch.zeros(4), 2, rule)
+    assert select(torch.zeros(4), 2, "balanced").tolist() == [0, 1]  # rules without lengths need none

@@ -66,7 +66,7 @@ def test_readme_trl_snippet_trains(tiny_policy_dir, tmp_path, monkeypatch):
     assert trainer.pods_last_selection["keep_G_M"].shape == (4, 4)
 
 
-def test_docs_reward_per_token_rule_registers_and_selects():
+def test_docs_own_rule_registers_and_selects():
     """docs/trl.md's own-rule example is one registered function that the trainer's rule check accepts."""
     import re
     from pathlib import Path
@@ -79,13 +79,13 @@ def test_docs_reward_per_token_rule_registers_and_selects():
     code = code.split("\nargs = ")[0]  # the PODSConfig line needs a real run's fields
     try:
         exec(compile(code, "docs/trl.md", "exec"), {})
-        assert selectors.uses_lengths("reward_per_token")
-        _check_rule("pods.PODSConfig", "reward_per_token", 8, 2)
+        assert selectors.uses_lengths("best_then_shortest")
+        _check_rule("pods.PODSConfig", "best_then_shortest", 8, 2)
         rewards = torch.tensor([[1.0, 1.0, 0.0, 1.0]])
         lengths = torch.tensor([[10.0, 4.0, 1.0, 8.0]])
-        assert selectors.select(rewards, 2, "reward_per_token", lengths=lengths).tolist() == [[1, 3]]
+        assert selectors.select(rewards, 2, "best_then_shortest", lengths=lengths).tolist() == [[1, 3]]
         with pytest.raises(ValueError, match="ranks rollouts by completion length: pass lengths="):
-            selectors.select(rewards, 2, "reward_per_token")
+            selectors.select(rewards, 2, "best_then_shortest")
     finally:
-        selectors._REGISTRY.pop("reward_per_token", None)
-        selectors._USES_LENGTHS.discard("reward_per_token")
+        selectors._REGISTRY.pop("best_then_shortest", None)
+        selectors._USES_LENGTHS.discard("best_then_shortest")

@@ -1,6 +1,6 @@
 """PODSGRPOTrainer as a TRL user runs it: generation at TRL's cost, the completions table of what was
-trained, the length-aware rule and the zero-variance group filter, and reward functions that return the
-wrong thing.
+trained, the length-aware rules, the rules from other papers and the zero-variance group filter, and
+reward functions that return the wrong thing.
 
 Every trainer here is built from a user's own ``GRPOConfig``/``PODSConfig`` on the cached tiny test
 policy (tests/conftest.py), with cheap rewards, and trains one or two steps.
@@ -154,6 +154,63 @@ def test_length_aware_rule_gets_each_rollouts_completion_length(tiny_policy_dir,
     lengths = torch.tensor(seen["lengths"], dtype=torch.float64).view(2, 4)
     assert sel["lengths_G_N"].tolist() == lengths.tolist()
     assert sel["keep_G_M"].tolist() == select(sel["rewards_G_N"], 2, "max_variance_shortest", lengths=lengths).tolist()
+
+
+@pytest.mark.parametrize(
+    ("rule", "normalize"),
+    [
+        ("gfpo_shortest", "after"),
+        ("gfpo_token_efficiency", "after"),
+        ("cppo_abs_advantage", "before"),
+        ("balanced", "after"),
+    ],
+)
+def test_literature_rules_train_through_the_trainer(tiny_policy_dir, tmp_path, rule, normalize):
+    from pods.grpo import group_advantages, pods_advantages
+    from pods.selectors import select
+
+    def token_sum_mod3(completions, completion_ids, **_):  # 0, 1 or 2, unrelated to the length
+        return [float(sum(ids) % 3) for ids in completion_ids]
+
+    # long enough that some completions end before the cap: lengths differ within the groups
+    args = _args(tmp_path, max_steps=1, pods_rule=rule, pods_normalize=normalize, max_completion_length=96)
+    trainer = _trainer(tiny_policy_dir, args, token_sum_mod3)
+    seen = {}
+    inner_rewards, inner_loss = trainer._calculate_rewards, trainer._compute_loss
+
+    def spy_rewards(inputs, prompts, completions, completion_ids_list):
+        seen["ids"] = [list(ids) for ids in completion_ids_list]
+        return inner_rewards(inputs, prompts, completions, completion_ids_list)
+
+    def spy_loss(model, inputs):
+        seen["advantages"] = inputs["advantages"].clone()
+        seen["tokens"] = inputs["completion_mask"].sum(1)
+        return inner_loss(model, inputs)
+
+    trainer._calculate_rewards, trainer._compute_loss = spy_rewards, spy_loss
+    trainer.train()
+    sel = trainer.pods_last_selection
+    rewards, keep = sel["rewards_G_N"], sel["keep_G_M"]
+    lengths = torch.tensor([len(ids) for ids in seen["ids"]], dtype=torch.float64).view(2, 4)
+    assert rewards.view(-1).tolist() == [float(sum(ids) % 3) for ids in seen["ids"]]
+    assert (lengths.amax(1) > lengths.amin(1)).any()  # not vacuous: lengths and rewards vary within a group
+    assert (rewards.amax(1) > rewards.amin(1)).any()
+    assert keep.tolist() == select(rewards, 2, rule, lengths=lengths).tolist()
+    if rule in ("gfpo_shortest", "gfpo_token_efficiency"):
+        assert sel["lengths_G_N"].tolist() == lengths.tolist()  # the length-aware rules got the token counts
+    if rule == "gfpo_shortest":  # no dropped rollout is shorter than a kept one
+        for g in range(2):
+            dropped = [j for j in range(4) if j not in keep[g].tolist()]
+            assert lengths[g, keep[g]].max() <= lengths[g, dropped].min()
+    # the kept rows reach the loss (TRL shuffles the rows: compared as multisets)
+    assert sorted(seen["tokens"].tolist()) == sorted(lengths.gather(1, keep).view(-1).tolist())
+    # the update's advantages: the full group's with normalize="before" (CPPO), the kept set's with "after"
+    want = pods_advantages(rewards, keep, normalize=normalize)
+    if normalize == "before":
+        assert torch.allclose(want, group_advantages(rewards).gather(1, keep))
+    assert torch.allclose(sel["adv_G_M"].double(), want.double())
+    got = seen["advantages"].double().sort().values
+    assert torch.allclose(got, want.reshape(-1).double().sort().values, atol=1e-6)
 
 
 def test_zero_std_filter_drops_groups_whose_rewards_are_all_equal(tiny_policy_dir, tmp_path):

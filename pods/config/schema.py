@@ -195,7 +195,9 @@ class RolloutConfig(_Section):
     m: int = 16
     """Rollouts kept per group for the update (Table 2 "update m"); 2 <= m <= n; n == m is vanilla GRPO."""
     rule: str = "max_variance"
-    """Down-sampling rule (pods.registry.RULES); with n == m only max_variance or all (same run)."""
+    """Down-sampling rule: max_variance (the paper), max_reward, random, percentile, all, max_variance_shortest;
+    from other papers gfpo_shortest, gfpo_token_efficiency, cppo_abs_advantage, balanced (pods.registry.RULES;
+    docs/trl.md, "Choosing a rule"). With n == m only max_variance or all (same run)."""
     normalize: str = "after"
     """Advantage statistics from the kept m ("after", the paper's default) or all n ("before", App. A.3)."""
     prompts_per_step: int = 1
