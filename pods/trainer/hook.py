@@ -11,7 +11,9 @@ import copy
 import hashlib
 import json
 import os
+import re
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,6 +131,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         **kwargs: Any,
     ):
         check_trl_compat()
+        _quiet_trl_gradient_checkpointing_warning()
         if pods_logprob_temperature not in ("sampling", "none"):
             raise ValueError(
                 f"pods_logprob_temperature={pods_logprob_temperature!r}: use 'sampling' (TRL: log-probs of the "
@@ -643,6 +646,20 @@ class PODSGRPOTrainer(GRPOTrainer):
         if self.args.should_save:
             self._write_model_card(Path(output_dir if output_dir is not None else self.args.output_dir))
         super()._save(output_dir, state_dict)
+
+
+# transformers 5 deprecated ``PreTrainedModel.is_gradient_checkpointing`` (FutureWarning at every read); TRL 1.16's
+# unwrap_model_for_generation and disable_gradient_checkpointing read it for every generation round and
+# evaluation. The warning is about TRL's code, which no user setting changes, and it is printed again after
+# every checkpoint (HF saves the scheduler under warnings.catch_warnings, which resets the once-per-location
+# registry). Exactly that message from exactly that module is ignored; every other warning keeps its filters.
+_TRL_GC_WARNING = re.escape("`is_gradient_checkpointing` is deprecated")
+
+
+def _quiet_trl_gradient_checkpointing_warning() -> None:
+    warnings.filterwarnings(
+        "ignore", message=_TRL_GC_WARNING, category=FutureWarning, module=r"transformers\.modeling_utils"
+    )
 
 
 def really_missing(model: torch.nn.Module, missing_keys: list[str]) -> list[str]:
