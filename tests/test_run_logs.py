@@ -88,3 +88,18 @@ def test_progress_bar_counts_the_step_budget_when_one_is_set(tiny_overrides, tmp
     assert re.search(r"train: 100%\|[^\n\r]*\| 4/4 ", text), text[-2000:]
     assert "/300 s" not in text
     assert "[pods] done: 4/4 steps (stop: max_steps)" in text
+
+
+def test_a_run_budgeted_in_seconds_alone_counts_seconds(tiny_cfg, tmp_path):
+    from pods.run import RunController, summary_line
+
+    cfg = tiny_cfg(tmp_path / "run", "budget.max_steps=null", "budget.max_time_s=300")
+    assert not RunController(cfg, None, [], None, use_cuda=False)._bar_in_steps()
+    summary = {"steps": 7, "stop_reason": "max_time", "time_s": 301.25, "train_cpu_s": 250.0,
+               "best_accuracy": {"arith": 0.5}, "final_accuracy": {"arith": 0.25}}  # fmt: skip
+    assert summary_line(summary, cfg, "arith", tmp_path / "run") == (
+        "[pods] done: 7 steps in 301.2/300 s (stop: max_time); arith accuracy best 0.5000 final 0.2500; "
+        f"training 301.2 s (CPU 250.0 s); {tmp_path / 'run'}"
+    )
+    both = tiny_cfg(tmp_path / "run", "budget.max_steps=4", "budget.max_time_s=300")
+    assert RunController(both, None, [], None, use_cuda=False)._bar_in_steps()  # tiny_a.yaml keeps its 300 s
