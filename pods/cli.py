@@ -31,13 +31,15 @@ bf16 on a CPU without bf16) so paper-scale configs validate anywhere; everything
 
 Exit codes (docs/design.md): 0 success; 2 bad input (config error, missing file, bad usage, a run
 directory in use by another `pods train`, damaged or unwritable), reported as one paragraph on stderr
-with no traceback and before anything is written; 1 any other failure (with its traceback).
+with no traceback and before anything is written; 1 any other failure (with its traceback); 141 (quietly)
+when stdout is closed before the output is written (`pods config | head`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -63,6 +65,7 @@ from pods.runlog import DiskWriteError, RunDirError, RunLogger
 BENCH_DIR = Path(__file__).resolve().parent / "bench"  # in the package: works from a wheel too
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a writer killed by SIGPIPE
 
 
 class UsageError(Exception):
@@ -85,7 +88,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         epilog=_KEYS_EPILOG + format_keys(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("config", help="experiments/*.yaml")
+    p.add_argument("config", help=_CONFIG_HELP)
     p.add_argument("overrides", nargs="*", default=[], metavar="key=value", help="dotted overrides, e.g. rollout.n=64")
     p.add_argument(
         "--dry-run",
@@ -107,7 +110,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         epilog=_KEYS_EPILOG + "(all keys: pods config)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("config", help="experiments/*.yaml")
+    p.add_argument("config", help=_CONFIG_HELP)
     p.add_argument("overrides", nargs="*", default=[], metavar="key=value")
     p.add_argument(
         "--paper", action="store_true", help="skip checks against this machine (for GPU configs on a CPU-only machine)"
@@ -140,6 +143,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     )
     return ap, dict(sub.choices)
 
+
+_CONFIG_HELP = "a shipped experiment's name (tiny_a; pods list names them all) or the path of a YAML config"
 
 _SCALE_HELP = (
     "train the workflow's run at this scale (tiny, smoke, paper): the scale's overrides from config/config.yaml "
@@ -350,6 +355,14 @@ def _cmd_analysis(rest: Sequence[str], prog: str = "pods analysis") -> int:
     return int(analysis_main(list(rest), prog=prog) or 0)
 
 
+def _stdout_to_devnull() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor behind sys.stdout (a test's capture): nothing to flush
+        pass
+
+
 def _one_paragraph(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -411,6 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pods: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`pods config | head`): nothing more can be shown, so stop quietly.
+        # stdout is pointed at devnull so that the interpreter's final flush of the buffer fails silently too.
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
     except Exception:  # a real failure: keep the traceback, it is what one needs to debug it
         traceback.print_exc()
         return EXIT_FAIL

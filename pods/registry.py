@@ -213,6 +213,18 @@ def check_rule(rule: str, n: int, m: int, rules: Iterable[str] = RULES) -> None:
             f"m={m} > n={n}: cannot keep more rollouts than are generated (rollout.m={m} > rollout.n={n})",
             f"set rollout.m <= {n} (e.g. {max(2, n // 4)}) or raise rollout.n",
         )
+    if m < 0:
+        raise RuleError(
+            "rollout.m",
+            f"m={m} is negative; m counts the rollouts kept per prompt group",
+            f"set rollout.m between 2 and rollout.n={n} (rollout.m = rollout.n is vanilla GRPO)",
+        )
+    if m == 0:
+        raise RuleError(
+            "rollout.m",
+            "m=0 keeps no rollout, so no update would learn anything",
+            f"set rollout.m between 2 and rollout.n={n} (rollout.m = rollout.n is vanilla GRPO)",
+        )
     if m < 2:
         raise RuleError(
             "rollout.m", f"m={m}: a kept group of one rollout always has zero advantage", "set rollout.m >= 2"

@@ -240,11 +240,17 @@ class RunController(TrainerCallback):
         }
         tr.callback_handler.on_log(tr.args, tr.state, tr.control, logs)
 
-    def _open_bar(self, global_step: int) -> None:
+    def _bar_in_steps(self) -> bool:
+        """The progress bar counts steps when a step budget is set (a tiny run's ``budget.max_steps``, whatever
+        ``budget.max_time_s`` its YAML keeps) or no time budget is, and training seconds otherwise."""
+        budget = self.cfg.budget
+        return budget.max_steps is not None or budget.max_time_s is None
+
+    def _open_bar(self, global_step: int, max_steps: int) -> None:
         from tqdm.auto import tqdm
 
         budget = self.cfg.budget
-        if budget.max_time_s is not None:
+        if not self._bar_in_steps():
             self._bar = tqdm(
                 total=float(budget.max_time_s),
                 initial=min(self.train_time_s, budget.max_time_s),
@@ -254,7 +260,8 @@ class RunController(TrainerCallback):
                 bar_format=_BAR_FMT,
             )
         else:
-            self._bar = tqdm(total=budget.max_steps, initial=global_step, unit="step", desc="train", dynamic_ncols=True)
+            total = budget.max_steps if budget.max_steps is not None else max_steps  # else: one epoch (step_plan)
+            self._bar = tqdm(total=total, initial=global_step, unit="step", desc="train", dynamic_ncols=True)
 
     def _eval_due(self, step: int) -> tuple[bool, int | None]:
         """Whether the evaluation grid (in steps: the tiny scale, tests; or in training seconds) is crossed."""
@@ -276,7 +283,7 @@ class RunController(TrainerCallback):
         self.startup_s = _seconds_since_process_start()
         self.startup_cpu_s = time.process_time()
         if self.acc.is_main_process and progress_enabled():
-            self._open_bar(state.global_step)
+            self._open_bar(state.global_step, state.max_steps)
         if self.evals_done == 0:  # the base model at t = 0 (docs/paper.md#evaluation-protocol)
             self.run_eval(step=state.global_step, grid_index=0)
 
@@ -318,7 +325,7 @@ class RunController(TrainerCallback):
         if due or (self.stop_reason and self.last_eval_step != step):
             self.run_eval(step=step, grid_index=grid_index, final=not due)
         if self._bar is not None:
-            if budget.max_time_s is not None:
+            if not self._bar_in_steps():
                 self._bar.n = min(self.train_time_s, float(budget.max_time_s))
                 self._bar.refresh()
             else:
@@ -724,6 +731,31 @@ def write_summary(
     )
 
 
+def summary_line(summary: dict, cfg: TrainConfig, primary: str | None, run_dir: Path) -> str:
+    """The run's last line on stderr: steps and why it stopped, against the budget in force (steps when
+    ``budget.max_steps`` is set, as the progress bar counts them, else seconds), the primary test set's best
+    and final accuracy, training and CPU seconds, and the run directory."""
+    budget, steps = cfg.budget, summary.get("steps")
+    if budget.max_steps is not None:
+        done = f"{steps}/{budget.max_steps} steps"
+    elif budget.max_time_s is not None:
+        done = f"{steps} steps in {summary.get('time_s') or 0.0:.1f}/{budget.max_time_s:g} s"
+    else:
+        done = f"{steps} steps"
+
+    def acc(key: str) -> str:
+        value = (summary.get(key) or {}).get(primary)
+        return "n/a" if value is None else f"{value:.4f}"
+
+    accuracy = f"{primary} accuracy best {acc('best_accuracy')} final {acc('final_accuracy')}; " if primary else ""
+    cpu = summary.get("train_cpu_s")
+    cpu_text = f" (CPU {cpu:.1f} s)" if isinstance(cpu, int | float) else ""
+    return (
+        f"[pods] done: {done} (stop: {summary.get('stop_reason')}); {accuracy}"
+        f"training {summary.get('time_s') or 0.0:.1f} s{cpu_text}; {run_dir}"
+    )
+
+
 def train(cfg: TrainConfig) -> Path:
     """Train one run described by ``cfg``; returns its run directory.
 
@@ -788,5 +820,7 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
     if dist.is_main_process:
         engine = type(trainer.model_wrapped).__name__
         write_summary(logger, cfg, controller, trainer.state.global_step, time.time() - wall0, engine)
+        primary = controller.eval_sets[0][0] if controller.eval_sets else None
+        print(summary_line(logger.read_summary(), cfg, primary, run_dir), file=sys.stderr, flush=True)
     trainer.accelerator.wait_for_everyone()
     return run_dir

@@ -240,6 +240,12 @@ def test_zero_std_filter_drops_groups_whose_rewards_are_all_equal(tiny_policy_di
     assert batch["advantages"][batch["pods_live"] == 0].abs().sum() == 0
     log = [row for row in trainer.state.log_history if "pods/filtered_groups" in row]
     assert [row["pods/filtered_groups"] for row in log] == [1.0]
+    # the kept_* metrics count only the group that entered the update (group 0's kept rewards are all equal)
+    trained = sel["rewards_G_N"][1][sel["keep_G_M"][1]]
+    assert log[0]["kept_reward"] == pytest.approx(trained.mean().item())
+    assert log[0]["kept_reward_std"] == pytest.approx(trained.std().item())
+    assert log[0]["kept_frac_reward_zero_std"] == 0.0
+    assert log[0]["kept_completion_length"] == pytest.approx(tokens[live].float().mean().item())
     # the completions table marks no rollout of the filtered group as kept
     kept = list(trainer._logs["extra"]["kept"])
     assert len(kept) == 8

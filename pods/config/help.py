@@ -42,6 +42,13 @@ def _type_label(tp: Any) -> str:
     return f"{label} | null" if optional else label
 
 
+def _choices() -> dict[str, str]:
+    """Keys whose doc ends with their valid names, read from the registry (never a stale copy in a docstring)."""
+    from pods import registry
+
+    return {"rollout.rule": f"Rules: {', '.join(registry.RULES)}."}
+
+
 def describe_keys(prefix: str = "") -> list[dict[str, Any]]:
     """Every config key under ``prefix`` (all when empty): ``{key, type, default, doc}``, in file order.
 
@@ -59,8 +66,10 @@ def describe_keys(prefix: str = "") -> list[dict[str, Any]]:
                 walk(tp, value, key + ".")
             else:
                 shown = _show(list(value) if isinstance(value, tuple) else value)
-                out.append({"key": key, "type": _type_label(tp), "default": shown, "doc": docs.get(f.name, "")})
+                doc = " ".join(d for d in (docs.get(f.name, ""), choices.get(key, "")) if d)
+                out.append({"key": key, "type": _type_label(tp), "default": shown, "doc": doc})
 
+    choices = _choices()
     walk(TrainConfig, TrainConfig(), "")
     if prefix:
         out = [r for r in out if r["key"] == prefix or r["key"].startswith(prefix.rstrip(".") + ".")]

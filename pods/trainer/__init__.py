@@ -52,8 +52,10 @@ micro-batches into one optimizer step. TRL's generation-aligned GA means no old 
 Built from a user's own ``GRPOConfig``/:class:`PODSConfig` (TRL users), gradient accumulation keeps
 TRL's meaning (different prompts in each micro-batch, one group of n each) unless
 ``pods_ga_same_prompt=True`` asks for the GRPO-GA grouping above, which :func:`pods_trainer_kwargs`
-(every ``pods train`` run) sets; epoch-based training (``max_steps=-1``) samples one epoch per HF
-epoch, each in its own seeded order (:class:`EpochRepeatSampler`). The config's ``trl:`` section
+(every ``pods train`` run) sets. With TRL's grouping the prompts come in ``trl.GRPOTrainer``'s order (the
+same seeded permutation per data epoch), so at m == n the trainer replays it; with
+``pods_ga_same_prompt=True`` a step-capped run streams its epochs in one pass, each in its own seeded order
+(:class:`EpochRepeatSampler`). The config's ``trl:`` section
 reaches any other ``GRPOConfig`` field (:func:`grpo_config_with_passthrough`).
 
 Environment variable: ``PODS_DEBUG_DUMP=DIR`` writes each step's gathered rewards, selection and

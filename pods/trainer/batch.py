@@ -178,7 +178,7 @@ def check_finite_rewards(
 
 
 class EpochRepeatSampler(RepeatSampler):
-    """TRL's RepeatSampler with each epoch's order seeded by (seed, epoch).
+    """TRL's RepeatSampler with each epoch's order a function of (seed, epoch).
 
     With ``total_rows`` (step-capped runs, ``max_steps > 0``) one iteration streams as many data
     epochs as needed, so HF's resume fast-forwards through one long "epoch" with
@@ -186,6 +186,10 @@ class EpochRepeatSampler(RepeatSampler):
     sampler would replay epoch 0's order after resuming in a later epoch); ``total_rows`` bounds
     ``__len__`` (HF derives max_steps from it). With ``total_rows=None`` (epoch-based training,
     ``max_steps=-1``) one iteration is one epoch, TRL's length, and HF's ``set_epoch`` picks its order.
+
+    ``trl_order=True``: epoch e is TRL's (e+1)-th iteration, the (e+1)-th ``randperm`` of one generator
+    seeded with ``seed``, so an uninterrupted run sees the prompts in ``trl.GRPOTrainer``'s order.
+    ``trl_order=False`` (``pods train``): each epoch's permutation is seeded by ``mix_seed(seed, epoch)``.
     """
 
     def __init__(
@@ -197,8 +201,10 @@ class EpochRepeatSampler(RepeatSampler):
         shuffle: bool,
         seed: int,
         total_rows: int | None = None,
+        trl_order: bool = False,
     ):
         super().__init__(data_source, mini_repeat_count, batch_size, repeat_count, shuffle, seed)
+        self.trl_order = bool(trl_order)
         if total_rows is not None and total_rows < 0:
             raise ValueError(f"total_rows={total_rows} must be >= 0 (None = one epoch per iteration)")
         self.total_rows = total_rows
@@ -213,10 +219,20 @@ class EpochRepeatSampler(RepeatSampler):
         """Called by HF's Trainer at the start of each epoch (epoch-based training)."""
         self.epoch = int(epoch)
 
+    def _permutation(self, epoch: int) -> list[int]:
+        if not self.trl_order:
+            g = torch.Generator().manual_seed(mix_seed(self.seed or 0, epoch, 0x5A3))
+            return torch.randperm(self.num_samples, generator=g).tolist()
+        g = torch.Generator()  # TRL's: one generator, seeded once (unseeded: torch's default seed, as TRL's)
+        if self.seed is not None:
+            g.manual_seed(self.seed)
+        for _ in range(epoch):  # TRL draws one permutation per iteration of its sampler, i.e. per epoch
+            torch.randperm(self.num_samples, generator=g)
+        return torch.randperm(self.num_samples, generator=g).tolist()
+
     def _epoch_rows(self, epoch: int) -> Iterator[int]:
         if self.shuffle:
-            g = torch.Generator().manual_seed(mix_seed(self.seed or 0, epoch, 0x5A3))
-            order = torch.randperm(self.num_samples, generator=g).tolist()
+            order = self._permutation(epoch)
         else:
             order = list(range(self.num_samples))
         for start in range(0, self.num_samples - self.batch_size + 1, self.batch_size):

@@ -11,7 +11,9 @@ import copy
 import hashlib
 import json
 import os
+import re
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,7 +71,8 @@ class PODSGRPOTrainer(GRPOTrainer):
 
     Keyword arguments (everything else goes to ``GRPOTrainer``):
         pods_m: rollouts kept per group of n (``args.num_generations``); m == n is vanilla GRPO.
-        pods_rule: a :data:`pods.selectors.RULES` name (default max_variance).
+        pods_rule: a :data:`pods.selectors.RULES` name (default max_variance) or one registered with
+            :func:`pods.register_selector`.
         pods_normalize: "after" (kept-subset statistics, default) or "before" (all-n statistics).
         pods_ga_same_prompt: False (default, TRL's meaning): the ``gradient_accumulation_steps``
             micro-batches of an optimizer step hold different prompts, one group of n each. True (the
@@ -77,8 +80,9 @@ class PODSGRPOTrainer(GRPOTrainer):
             GA x n times in one round and normalised as GA separate groups of n, so an optimizer step
             holds ``per_device_train_batch_size / n`` distinct prompts per process, GA groups each.
         pods_seed: seeds selection (random rule) and per-prompt rollout sampling (default args.seed).
-        pods_max_steps: bounds the sampler length (default ``args.max_steps``; none for epoch-based
-            training, ``max_steps=-1``).
+        pods_max_steps: with ``pods_ga_same_prompt=True``, the optimizer steps whose prompts the sampler
+            streams in one pass (default ``args.max_steps``; none for epoch-based training, ``max_steps=-1``).
+            TRL's grouping (the default) uses TRL's sampler, one data epoch per pass, and does not read it.
         pods_scheduler_steps: horizon of the LR schedule (default: HF's number of training steps).
         pods_seeded_generation: False (default, TRL's way): one ``generate`` call per generation round.
             True (what ``pods train`` uses): each prompt group sampled under its own seed (run seed, step,
@@ -129,6 +133,8 @@ class PODSGRPOTrainer(GRPOTrainer):
         **kwargs: Any,
     ):
         check_trl_compat()
+        _refuse_unknown_pods_keywords(kwargs)
+        _quiet_trl_gradient_checkpointing_warning()
         if pods_logprob_temperature not in ("sampling", "none"):
             raise ValueError(
                 f"pods_logprob_temperature={pods_logprob_temperature!r}: use 'sampling' (TRL: log-probs of the "
@@ -194,8 +200,13 @@ class PODSGRPOTrainer(GRPOTrainer):
         prompts = self.args.generation_batch_size // rows_per_prompt  # distinct prompts per round, all processes
         # HF fetches GA dataloader batches of generation_batch_size / num_processes rows per process per
         # optimizer step (TRL repeats each generation batch steps_per_generation times in the sampler).
+        # TRL's grouping: TRL's sampler (one data epoch per pass, TRL's permutations), so at m == n the trainer
+        # replays trl.GRPOTrainer (HF draws from the global RNG at every pass, which the sampling then sees). The
+        # paper's GRPO-GA grouping, which every pods train run uses, streams the whole run in one pass, in the
+        # order its runs were made with.
+        trl_order = not self.pods_ga_same_prompt
         total_rows = None
-        if self.pods_max_steps is not None:
+        if self.pods_max_steps is not None and not trl_order:
             total_rows = self.pods_max_steps * self.args.gradient_accumulation_steps * self.args.generation_batch_size
         self._pods_sampler = EpochRepeatSampler(
             dataset,
@@ -205,6 +216,7 @@ class PODSGRPOTrainer(GRPOTrainer):
             shuffle=self.shuffle_dataset,
             seed=self.args.seed,
             total_rows=total_rows,
+            trl_order=trl_order,
         )
         return self._pods_sampler
 
@@ -363,7 +375,7 @@ class PODSGRPOTrainer(GRPOTrainer):
             kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
         )
         # PODS: the loss normaliser counts only kept tokens (used by TRL's dapo/cispo losses).
-        kept_len = self.accelerator.gather(kept["completion_mask"].sum(1).float()).mean().item()
+        kept_len_B = self.accelerator.gather(kept["completion_mask"].sum(1).float())  # every process's kept rows
         if live_G is not None:
             live_B = live_G[offset : offset + local_groups].repeat_interleave(m).to(device)
             kept[LIVE_KEY] = live_B.float()
@@ -374,16 +386,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         self._pods_kept_forwards(kept)
         self._pods_log_completions(keep_G_M, adv_G_M, live_G)
 
-        kept_rewards_G_M = rewards_G_N.gather(1, keep_G_M)
-        metrics = self._metrics["train"]
-        metrics["kept_reward"].append(kept_rewards_G_M.mean().item())
-        metrics["kept_reward_std"].append(
-            kept_rewards_G_M.reshape(-1).std().item() if kept_rewards_G_M.numel() > 1 else 0.0
-        )
-        metrics["kept_frac_reward_zero_std"].append(
-            (kept_rewards_G_M.amax(1) == kept_rewards_G_M.amin(1)).double().mean().item()
-        )
-        metrics["kept_completion_length"].append(kept_len)
+        self._pods_log_kept(rewards_G_N.gather(1, keep_G_M), kept_len_B, live_G)
         self.pods_last_selection = {
             "rewards_G_N": rewards_G_N,
             "keep_G_M": keep_G_M,
@@ -396,6 +399,24 @@ class PODSGRPOTrainer(GRPOTrainer):
         if os.environ.get(DEBUG_ENV):
             self._dump_selection(kept, rows_B)
         return kept
+
+    def _pods_log_kept(self, kept_rewards_G_M: torch.Tensor, kept_len_B: torch.Tensor, live_G: torch.Tensor | None):
+        """The ``kept_*`` metrics of a generation round, over the groups that enter the update: with the
+        zero-variance filter, the live groups only (none logged when every group dropped)."""
+        if live_G is not None:
+            if not live_G.any():
+                return
+            kept_rewards_G_M = kept_rewards_G_M[live_G]
+            kept_len_B = kept_len_B.view(live_G.numel(), -1)[live_G.to(kept_len_B.device)]
+        metrics = self._metrics["train"]
+        metrics["kept_reward"].append(kept_rewards_G_M.mean().item())
+        metrics["kept_reward_std"].append(
+            kept_rewards_G_M.reshape(-1).std().item() if kept_rewards_G_M.numel() > 1 else 0.0
+        )
+        metrics["kept_frac_reward_zero_std"].append(
+            (kept_rewards_G_M.amax(1) == kept_rewards_G_M.amin(1)).double().mean().item()
+        )
+        metrics["kept_completion_length"].append(kept_len_B.mean().item())
 
     def _pods_group_advantages(
         self, rewards_G_N: torch.Tensor, keep_G_M: torch.Tensor, live_G: torch.Tensor | None
@@ -643,6 +664,36 @@ class PODSGRPOTrainer(GRPOTrainer):
         if self.args.should_save:
             self._write_model_card(Path(output_dir if output_dir is not None else self.args.output_dir))
         super()._save(output_dir, state_dict)
+
+
+def _refuse_unknown_pods_keywords(kwargs: dict[str, Any]) -> None:
+    """A misspelt PODS keyword (``pods_M=4``) would reach ``GRPOTrainer.__init__`` as a bare TypeError: name it
+    and the closest keyword this trainer takes."""
+    import difflib
+    import inspect
+
+    known = [p for p in inspect.signature(PODSGRPOTrainer.__init__).parameters if p.startswith("pods_")]
+    for name in kwargs:
+        if not name.lower().startswith("pods"):
+            continue  # not ours: GRPOTrainer's own error names it
+        by_lower = {k.lower(): k for k in known}
+        close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+        hint = f"did you mean {by_lower[close[0]]}?" if close else f"the PODS keywords are {', '.join(known)}"
+        raise TypeError(f"pods.PODSGRPOTrainer got an unknown keyword argument {name!r}; {hint}")
+
+
+# transformers 5 deprecated ``PreTrainedModel.is_gradient_checkpointing`` (FutureWarning at every read); TRL 1.16's
+# unwrap_model_for_generation and disable_gradient_checkpointing read it for every generation round and
+# evaluation. The warning is about TRL's code, which no user setting changes, and it is printed again after
+# every checkpoint (HF saves the scheduler under warnings.catch_warnings, which resets the once-per-location
+# registry). Exactly that message from exactly that module is ignored; every other warning keeps its filters.
+_TRL_GC_WARNING = re.escape("`is_gradient_checkpointing` is deprecated")
+
+
+def _quiet_trl_gradient_checkpointing_warning() -> None:
+    warnings.filterwarnings(
+        "ignore", message=_TRL_GC_WARNING, category=FutureWarning, module=r"transformers\.modeling_utils"
+    )
 
 
 def really_missing(model: torch.nn.Module, missing_keys: list[str]) -> list[str]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from trl import GRPOConfig
 
+from pods.selectors import RULES
+
 __all__ = ["PODSConfig"]
 
 
@@ -32,7 +34,10 @@ class PODSConfig(GRPOConfig):
     )
     pods_rule: str = field(
         default="max_variance",
-        metadata={"help": "Down-sampling rule (pods.selectors.RULES): max_variance (the paper), random, ..."},
+        metadata={
+            "help": f"Down-sampling rule: {', '.join(RULES)} (pods.selectors.RULES; max_variance is the paper's), or "
+            "one registered with pods.register_selector."
+        },
     )
     pods_normalize: str = field(
         default="after",
