@@ -17,7 +17,7 @@ module calls and the float32 casts that are no-ops in float32), each layer's wei
 call, and the rotary cos/sin come from a table made once per call by the model's rotary module; any other
 norm, MLP or rotary module is called as a module. The logits are the same bits as calling the modules
 (tests/test_fastgen.py, every decoding step; and seed 0 of each main arm of (a), (b), (e) and (f) gave every
-step and evaluation of the main job's runs again: notebook/records/2026-11-26-fastgen-lean-decode.txt). Measured side by
+step and evaluation of the tiny default job's runs again: notebook/records/2026-11-26-fastgen-lean-decode.txt). Measured side by
 side on a 2-core AMD EPYC (old and new code at once, one per core): generation 3-11% less per step
 (0.266 -> 0.237 s per (a) GRPO step, 0.431 -> 0.395 per PODS step), a run's wall time 2-5% less; the decode
 stays bound by per-operation overhead (about 220 ATen operations per token for the 3-layer tiny model).

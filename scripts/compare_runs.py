@@ -16,7 +16,7 @@ UTF-8, named with its file and line).
 With ``--shared-steps`` two runs of one arm and seed under different budgets or evaluation grids are compared
 on what both hold: the steps up to the shorter run's last, and the evaluations (step and test set) both made
 up to it. The tiny scale's step budget makes a short run the prefix of a long one (e.g. a 200-step overlay
-against the main job's 600 steps), which this checks:
+against the tiny default job's 600 steps), which this checks:
 
       python scripts/compare_runs.py --shared-steps results/ablations200/runs results/runs
 

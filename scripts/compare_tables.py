@@ -1,4 +1,4 @@
-"""Do two runs of the main job give the same tables, except for the columns measured in seconds?
+"""Do two runs of the tiny default job give the same tables, except for the columns measured in seconds?
 
 The tiny scale's tables must not depend on the machine's load: this checks a whole job between two runs.
 

@@ -1,4 +1,4 @@
-"""benchmarks/gpu/main_runs_list.py and main_runs.sh: the main job's builds and runs on another machine's CPU,
+"""benchmarks/gpu/main_runs_list.py and main_runs.sh: the tiny default job's builds and runs on another machine's CPU,
 many at once, under a deadline, to check that a second machine with every core busy gives the same bits
 (benchmarks/README.md)."""
 

@@ -4,6 +4,7 @@ inverse)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -119,8 +120,8 @@ def test_a_recorded_job_fills_the_tiny_columns_and_the_cost_section(tmp_path, mo
     assert "not recorded" not in text
     head = results.headline(rec, tables)
     assert "| 8 + 8 |" in head
-    assert "took 1 h 30 min from a fresh clone" in head
-    assert "## 9. What the tiny default job costs" in text
+    assert "took 1 h 30 min in 2 sittings" in head
+    assert "## 8. What the tiny default job costs" in text
     assert "the check" in text
     assert len([ln for ln in text.splitlines() if ln.startswith("| 300 |") or ln.startswith("| 450 |")]) == 2
 
@@ -202,3 +203,43 @@ def test_the_recorded_trl_benchmark_matches_trls_generate_calls_and_time():
     assert pods_row["generate_calls_per_step"] == trl_row["generate_calls_per_step"]
     assert pods_row["generation_s_per_step"] <= 1.10 * trl_row["generation_s_per_step"]
     assert pods_row["tokens_per_step"] == pytest.approx(trl_row["tokens_per_step"], rel=0.05)  # equal rollouts
+
+
+def test_each_verdict_follows_its_rule_when_a_number_changes(generated):
+    """The page's verdicts are computed: moving an interval's bound across 1 (speed-ups), across the paper's
+    figure, or across 0 (differences) changes the verdict on the page."""
+    from pods.analysis import sections, verdicts
+
+    assert verdicts.speedup(1.01, 2.0) == "faster"
+    assert verdicts.speedup(0.99, 2.0) == "not resolved"
+    assert verdicts.speedup(0.2, 0.99) == "slower"
+    assert verdicts.speedup(math.nan, 2.0) == "no interval"
+    assert verdicts.against(1.0, 2.5, 2.68) == "differs from the paper (below)"
+    assert verdicts.against(1.0, 2.7, 2.68) == "agrees with the paper"
+    assert verdicts.difference(-0.5, -0.1) == "lower"
+    assert verdicts.difference(-0.5, 0.1) == "not resolved"
+    assert verdicts.within(1.11, 1.10) == "outside"
+    rec, tables, text = generated
+    assert "| (b) | 3.0 | 3.0 (3.00) | [1.75, 4.50] | faster |" in text
+    changed = tables.released.copy()
+    b = changed["setting"].astype(str) == "b"
+    changed.loc[b, "ci_low"] = 0.9  # (b)'s wall-clock interval now contains 1
+    changed.loc[changed["setting"].astype(str) == "a", "speedup_steps_ci_low"] = 0.5
+    other = dataclasses.replace(tables, released=changed)
+    new = sections.page(rec, other)
+    assert "| (b) | 3.0 | 3.0 (3.00) | [0.90, 4.50] | not resolved |" in new
+    assert "establish a wall-clock speed-up above 1 only in none" in new
+    assert "per optimizer step the released logs give faster in (b), (c); not resolved in (a), (e), (f)" in new
+    head = sections.headline(rec, other)
+    assert "wall-clock: not resolved in (a), (b), (c), (e), (f)" in head
+
+
+def test_the_first_screen_states_the_findings_and_explains_its_columns():
+    """The README opens on what the package found (generated sentences with intervals) and explains the
+    labels '(i)' and 'never N%' where they appear."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    first = "\n".join(text.splitlines()[:40])
+    assert "released logs reproduce Table 3's printed speed-ups" in first
+    assert "(i): counted in optimizer steps" in text
+    assert '"never N%": the share of bootstrap resamples' in text
+    assert text.count("is not recorded in this version") <= 1
