@@ -490,3 +490,16 @@ def test_code_overrides_cover_each_paper_setting(letter):
     assert fidelity.letter_of_setting(name) == letter
     keys = {o.split("=", 1)[0] for o in fidelity.code_overrides(name)}
     assert keys == {d.option for d in fidelity.DEPARTURES if letter in d.code}
+
+
+def test_the_bars_factor_on_the_fidelity_page_is_the_records():
+    """docs/fidelity.md's factors between the paper's (e)/(f) bars and the released seconds per optimizer step are
+    the quotients of the package's two records of them (the analysis's step counter and the paper's bars)."""
+    from pods.analysis.cost_model import PAPER_GLOBAL
+    from pods.analysis.sections import PAPER_BARS_SPS
+
+    text = " ".join((REPO / "docs" / "fidelity.md").read_text().split())
+    for letter, (ga_bar, pods_bar) in PAPER_BARS_SPS.items():
+        ga, pods = PAPER_GLOBAL[letter]["ga"], PAPER_GLOBAL[letter]["pods"]
+        assert f"{ga:.2f} / {ga_bar:.2f} = {ga / ga_bar:.1f}" in text, letter
+        assert f"{pods:.2f} / {pods_bar:.2f} = {pods / pods_bar:.1f}" in text, letter

@@ -358,15 +358,26 @@ comes out as a whole number of optimizer steps. The package reads the optimizer 
 The paper's Fig. 3(e)/(f) seconds-per-step bars divide the training time by `_step` / GA (the authors'
 `scripts/plot-h100s.py`), which counts logging calls as steps. Consequences:
 
-- the bars are smaller than the seconds per optimizer step by about (3 x GA + 5) / GA (4.25 for PODS at
-  GA 4, 3.3 for GRPO-GA at GA 16) and cannot be compared with this package's `s_per_step`
-  (`summary.json`, optimizer steps);
+- the bars are smaller than the seconds per optimizer step, by more than the (3 x GA + 5) / GA of the
+  training logs alone, because each evaluation also logs into `_step` (4 x B + 1 calls): the released runs'
+  seconds per optimizer step over the bars are 76.92 / 21.85 = 3.5 (GRPO-GA) and 48.13 / 10.09 = 4.8 (PODS)
+  in (e), 243.24 / 39.82 = 6.1 and 145.16 / 9.50 = 15.3 in (f); the bars cannot be compared with this
+  package's `s_per_step` (`summary.json`, optimizer steps);
 - the bars' GRPO-GA/PODS ratio is biased by the arms' different GA;
 - with steps that long, the authors' runs spent a larger share of their 40 minutes in the warmup of the
   schedule above.
 
 The released runs' seconds per optimizer step, and their speed-ups read per optimizer step, are on
 [docs/results.md](results.md).
+
+## The released (e)/(f) test accuracies
+
+The (e)/(f) evaluations split GSM8K's test set over the 8 processes in equal batches, padding it with
+repeated items: on the H100s ((e), 256 examples per process) the 1,319 test items fill 2,048 slots, so 729
+items count twice in every (e) accuracy; on the A100s ((f), B = 11 batches of 16) 1,408 slots hold 89 items
+twice. The released (e)/(f) accuracies are therefore weighted test accuracies, not plain GSM8K test accuracy.
+Speed-ups are unaffected (both arms of a setting share the weighting); comparisons of these accuracies with
+other runs' are not.
 """
 
 
