@@ -29,6 +29,13 @@ one sampled token. This mode says, for each run, the first step at which the rew
 at which the evaluations do, and both runs' best and final accuracy on the primary test set:
 
       python scripts/compare_runs.py --outcomes /amd/results/runs /intel/results/runs
+
+With ``--record DATA`` one root is compared with the committed record of the tiny default job instead (``DATA``:
+``benchmarks/results``): each finished run under the root that the record holds has its curves recomputed from
+its logs and compared with the record's, value for value (a recomputed run of the record, on one kind of CPU):
+
+      pods train tiny_a seed=5 --scale tiny out_dir=/tmp/check/a/sel~max_variance_n~64_m~16/seed~5
+      python scripts/compare_runs.py --record benchmarks/results /tmp/check
 """
 
 from __future__ import annotations
@@ -147,7 +154,8 @@ def run_dirs(root: Path) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs_a", type=Path)
-    ap.add_argument("runs_b", type=Path)
+    ap.add_argument("runs_b", type=Path, nargs="?")
+    ap.add_argument("--record", type=Path, metavar="DATA", help="compare RUNS_A with the committed record in DATA")
     ap.add_argument(
         "--shared-steps",
         action="store_true",
@@ -159,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         help="compare only sampled rewards, lengths and evaluations; say where each first parts (two CPU vendors)",
     )
     args = ap.parse_args(argv)
+    if args.record is not None:
+        return _against_record(args.runs_a, args.record)
+    if args.runs_b is None:
+        ap.error("give two roots to compare, or one with --record DATA")
     if args.outcomes and args.shared_steps:
         ap.error("--outcomes compares whole runs; use it without --shared-steps")
     for root in (args.runs_a, args.runs_b):
@@ -172,6 +184,23 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def _against_record(runs: Path, data: Path) -> int:
+    from pods.analysis.record import compare_with_record
+    from pods.analysis.tidy import AnalysisInputError
+
+    try:
+        rows = compare_with_record(runs, data)
+    except AnalysisInputError as e:
+        print(f"compare_runs: {e}", file=sys.stderr)
+        return 2
+    for key, verdict in rows:
+        print(f"{verdict:<12}  {key}")
+    compared = [v for _, v in rows if v in ("identical", "DIFFERENT")]
+    same = compared.count("identical")
+    print(f"{same} of {len(compared)} recorded runs identical")
+    return 0 if compared and same == len(compared) else 1
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -116,3 +116,25 @@ def test_the_default_job_s_runs_are_the_workflow_s():
     assert train_jobs
     assert int(train_jobs[0].split()[-1]) == len(runs)
     assert len({r.fingerprint for r in runs.values()}) == len(runs)  # every run its own config
+
+
+def test_a_recomputed_run_is_compared_with_the_record(fake_job, tmp_path):
+    """scripts/compare_runs.py --record: a run directory's curves against the record's rows, value for value."""
+    import shutil
+
+    root, expected = fake_job
+    data = tmp_path / "data"
+    record.record_sitting(root, data, 600.0)
+    copy = tmp_path / "check"
+    shutil.copytree(root / "runs", copy)
+    cmd = [sys.executable, str(REPO / "scripts" / "compare_runs.py"), "--record", str(data), str(copy)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 of 2 recorded runs identical" in done.stdout
+    run = copy / sorted(expected)[0]
+    rows = [json.loads(x) for x in (run / "eval.jsonl").read_text().splitlines()]
+    rows[-1]["accuracy"] = 0.5 if rows[-1]["accuracy"] != 0.5 else 0.25
+    (run / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert f"DIFFERENT     {sorted(expected)[0]}" in done.stdout

@@ -40,7 +40,15 @@ from pods.analysis import jobtime
 from pods.analysis.collect import load_runs_at
 from pods.analysis.tidy import RUN_KEY, AnalysisInputError, read_curves, read_steps
 
-__all__ = ["ExpectedRun", "check_record", "expected_runs", "missing_runs", "record_sitting", "record_status"]
+__all__ = [
+    "ExpectedRun",
+    "check_record",
+    "compare_with_record",
+    "expected_runs",
+    "missing_runs",
+    "record_sitting",
+    "record_status",
+]
 
 SCALE = "tiny"
 TINY_FILES = ("job.json", "curves.csv.gz", "steps.csv.gz", "jobs.tsv")
@@ -180,7 +188,7 @@ def _summary_seconds(run_dir: Path) -> dict:
     return {k: s.get(k) for k in keys}
 
 
-def _same_curves(old: pd.DataFrame, new: pd.DataFrame) -> bool:
+def same_curves(old: pd.DataFrame, new: pd.DataFrame) -> bool:
     cols = [c for c in old.columns if c not in _MACHINE_COLUMNS and c in new.columns]
     a = old[cols].reset_index(drop=True)
     b = new[cols].reset_index(drop=True)
@@ -222,7 +230,7 @@ def record_sitting(root: str | Path, data: str | Path, wall_s: float, install_s:
             continue
         sel_new = (curves[RUN_KEY].astype(str).apply(tuple, axis=1)) == key
         sel_old = (old_curves[RUN_KEY].astype(str).apply(tuple, axis=1)) == key
-        if not _same_curves(old_curves[sel_old], curves[sel_new]):
+        if not same_curves(old_curves[sel_old], curves[sel_new]):
             raise AnalysisInputError(
                 f"{row['source']}: recomputes the recorded run {row['run']} with other curves; the record keeps "
                 "the first. Compare the two with scripts/compare_runs.py; a difference across CPUs of another "
@@ -275,6 +283,34 @@ def record_sitting(root: str | Path, data: str | Path, wall_s: float, install_s:
     jobtime.write_jobs(all_jobs, tiny / "jobs.tsv")
     (tiny / "job.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
     return {"added": len(add), "agreed": agreed, "recorded": len(all_steps), "expected": len(expected)}
+
+
+def compare_with_record(runs: str | Path, data: str | Path) -> list[tuple[str, str]]:
+    """(run, 'identical' | 'DIFFERENT' | 'not recorded' | 'unfinished') for every run directory under ``runs``
+    (``{setting}/{run}/seed~{seed}``): its curves recomputed from its logs against the record's rows (every
+    evaluation's values; seconds aside)."""
+    from pods.config.scales import load_scales
+
+    runs = Path(runs)
+    old_curves, old_steps, _, _ = _read(Path(data).parent if Path(data).name == "tiny" else Path(data))
+    if old_steps is None:
+        raise AnalysisInputError(f"{data}: no record (benchmarks/results/tiny/ holds it)")
+    recorded = dict(zip(old_steps["run"].astype(str), old_steps.apply(_run_key, axis=1), strict=True))
+    sheet = registry.repo_file(load_scales()[SCALE]["runs"])
+    out = []
+    for d in sorted(p.parent for p in runs.glob("*/*/seed~*/config.json")):
+        key = "/".join(d.relative_to(runs).parts)
+        if key not in recorded:
+            out.append((key, "not recorded"))
+            continue
+        if not (d / "summary.json").is_file():
+            out.append((key, "unfinished"))
+            continue
+        curves, _ = load_runs_at([d], sheet=sheet)
+        mine = curves.assign(source="runs/" + key)
+        theirs = old_curves[old_curves[RUN_KEY].astype(str).apply(tuple, axis=1) == recorded[key]]
+        out.append((key, "identical" if same_curves(theirs, mine) else "DIFFERENT"))
+    return out
 
 
 def record_status(steps: pd.DataFrame | None, expected: dict[str, ExpectedRun] | None = None) -> dict[str, tuple]:
