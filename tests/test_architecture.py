@@ -36,7 +36,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "RunDir": ("pods/runlog.py",),
     "Trainer": ("pods/trainer/", "pods/run.py", "pods/evaluation.py", "pods/fastgen.py"),
     "Analysis": ("pods/analysis/",),
-    "Face": ("pods/cli.py", "pods/__main__.py"),
+    "Face": ("pods/cli.py", "pods/__main__.py", "pods/quickstart.py"),
     "Figures": ("figures/",),
     "Benchmarks": ("benchmarks/", "pods/bench/"),
 }
