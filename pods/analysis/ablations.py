@@ -47,7 +47,7 @@ import pandas as pd
 
 from pods import registry
 from pods.analysis import intervals
-from pods.analysis.curves import _fmt, primary_dataset
+from pods.analysis.curves import fmt_cell, primary_dataset
 from pods.analysis.speedups import main_comparison
 from pods.analysis.tidy import AnalysisInputError, arm_label, select
 
@@ -241,8 +241,8 @@ def _cell(row) -> str:
 def _axis_text(rows: pd.DataFrame) -> str:
     r = rows.iloc[0]
     if r["axis"] == "time_s":
-        return f"hours {_fmt(r['window_from'] / 3600, 1)}-{_fmt(r['span'] / 3600, 1)}"
-    return f"steps {_fmt(r['window_from'], 0)}-{_fmt(r['span'], 0)}"
+        return f"hours {fmt_cell(r['window_from'] / 3600, 1)}-{fmt_cell(r['span'] / 3600, 1)}"
+    return f"steps {fmt_cell(r['window_from'], 0)}-{fmt_cell(r['span'], 0)}"
 
 
 def write_ablation_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:

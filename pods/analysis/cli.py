@@ -47,7 +47,7 @@ import pandas as pd
 from pods import registry
 from pods.analysis import released_logs
 from pods.analysis.ablations import ablation_table, write_ablation_table
-from pods.analysis.collect import _collect
+from pods.analysis.collect import collect_runs
 from pods.analysis.gradsignal import signal_table, write_signal_table
 from pods.analysis.levels import DEFAULT_FRACTIONS, level_table, write_level_table
 from pods.analysis.plateau import plateau_table, write_plateau_table
@@ -474,7 +474,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             written += write_table(table, out / "time_to_peak")
         elif args.cmd == "collect":
-            curves, steps = _collect(args.runs, _parse_letters(args.letters), args.sheet, args.run_dirs)
+            curves, steps = collect_runs(args.runs, _parse_letters(args.letters), args.sheet, args.run_dirs)
             written = [_write_csv(curves, out / "curves.csv"), _write_csv(steps, out / "steps.csv")]
             table = None
         elif args.cmd == "levels":
@@ -525,7 +525,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
             if args.curves:
                 curves = read_curves(args.curves)
             else:
-                curves = _collect(None, _parse_letters(args.letters), args.sheet, args.run_dirs)[0]
+                curves = collect_runs(None, _parse_letters(args.letters), args.sheet, args.run_dirs)[0]
             curves = _until(curves, args.until_step, args.curves or "the run directories")
             check_grids(curves, args.curves or "the run directories")
             plateau = plateau_table(curves, args.metric, args.n_boot, args.boot_seed)

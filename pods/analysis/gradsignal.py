@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pods.analysis import intervals
-from pods.analysis.curves import _label
+from pods.analysis.curves import selector_label
 from pods.analysis.tidy import SHARE_METRICS, AnalysisInputError
 
 SIGNAL_METRICS = SHARE_METRICS
@@ -126,7 +126,7 @@ def write_signal_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
         ci = f" [{_pct(lo)}, {_pct(hi)}]" if np.isfinite(r.kept_zero_ci_low) else ""
         quarters = " / ".join(_pct(getattr(r, f"kept_zero_q{q + 1}")) for q in range(QUARTERS))
         lines.append(
-            f"| {r.setting} | {_label({'arm': r.arm, 'n': r.n, 'm': r.m, 'grad_accum': r.grad_accum})} | {r.rule} / {r.normalize} | {r.role or '-'} | {r.seeds} | {r.steps} "
+            f"| {r.setting} | {selector_label({'arm': r.arm, 'n': r.n, 'm': r.m, 'grad_accum': r.grad_accum})} | {r.rule} / {r.normalize} | {r.role or '-'} | {r.seeds} | {r.steps} "
             f"| {_pct(r.kept_zero_share)}{ci} | {quarters} | {_pct(r.generated_zero_share)} |"
         )
     lines += [

@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.analysis.curves import _arm, _at, _bootstrap_means, _first_index, _fmt, _label
+from pods.analysis.curves import arm_matrices, bootstrap_means, first_index, fmt_cell, selector_label, value_at
 from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, levels_interval
-from pods.analysis.speedups import _arm_runs, default_comparisons
+from pods.analysis.speedups import arm_runs, default_comparisons
 from pods.analysis.tidy import AnalysisInputError
 
 DEFAULT_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0)
@@ -58,15 +58,15 @@ def _unit(*arms) -> str:
 
 def _reach(arm, idx_B_S: np.ndarray, levels_L: np.ndarray, unit: str) -> np.ndarray:
     """(B, L): position of the first evaluation at which each resampled mean curve is >= each level; inf: never."""
-    means_B_T = _bootstrap_means(arm.values_S_T, idx_B_S)
+    means_B_T = bootstrap_means(arm.values_S_T, idx_B_S)
     if unit == "steps":
-        pos_B_T = _bootstrap_means(arm.steps_S_T, idx_B_S)
+        pos_B_T = bootstrap_means(arm.steps_S_T, idx_B_S)
     else:
         pos_B_T = np.broadcast_to(arm.times_T, means_B_T.shape)
     out = np.empty((len(idx_B_S), len(levels_L)))
     for j, level in enumerate(levels_L):
-        first_B = _first_index(means_B_T, np.full(len(idx_B_S), level))
-        out[:, j] = np.where(first_B >= 0, _at(pos_B_T, first_B), np.inf)
+        first_B = first_index(means_B_T, np.full(len(idx_B_S), level))
+        out[:, j] = np.where(first_B >= 0, value_at(pos_B_T, first_B), np.inf)
     return out
 
 
@@ -94,7 +94,7 @@ def level_speedups(
     step, value) of one metric and dataset per arm."""
     if (levels is None) == (fractions is None):
         raise AnalysisInputError("pass accuracy levels or fractions of the baseline's rise, not both or neither")
-    base, pods = _arm(baseline_runs), _arm(pods_runs)
+    base, pods = arm_matrices(baseline_runs), arm_matrices(pods_runs)
     if base.values_S_T.size == 0:
         raise AnalysisInputError("the baseline has no evaluation after t = 0: no level can be reached")
     if levels is not None:
@@ -197,10 +197,10 @@ def level_speedups(
 def _start_and_peak(runs: pd.DataFrame) -> tuple[float, float]:
     """The baseline's start (mean at t = 0, else its first evaluation) and its peak (t = 0 excluded),
     the peak computed as `level_speedups` computes the curve, so that it reaches its own peak exactly."""
-    arm = _arm(runs)
+    arm = arm_matrices(runs)
     if arm.values_S_T.size == 0:
         raise AnalysisInputError("the baseline has no evaluation after t = 0: nothing to take a peak of")
-    curve_T = _bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None])[0]
+    curve_T = bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None])[0]
     at0 = runs.loc[runs["time_s"] <= 0, "value"]
     start = float(at0.mean()) if len(at0) else float(curve_T[np.isfinite(curve_T)][0])
     return start, float(np.nanmax(curve_T))
@@ -222,7 +222,7 @@ def level_table(
     for c in default_comparisons(df, metric):
         if settings and c.setting not in settings:
             continue
-        base_runs, pods_runs = _arm_runs(df, c)
+        base_runs, pods_runs = arm_runs(df, c)
         start, peak = _start_and_peak(base_runs)
         if levels is not None:
             lv, fr = sorted(float(x) for x in levels), None
@@ -231,7 +231,7 @@ def level_table(
             fr = sorted(float(f) for f in fractions)
             t = level_speedups(base_runs, pods_runs, None, n_boot, boot_seed, fractions=fr)
         t.insert(0, "fraction", [*(fr or [math.nan] * len(t[t["kind"] == "level"])), math.nan])
-        head = {"setting": c.setting, "baseline": _label(c.baseline), "pods": _label(c.pods), "dataset": c.dataset,
+        head = {"setting": c.setting, "baseline": selector_label(c.baseline), "pods": selector_label(c.pods), "dataset": c.dataset,
                 "metric": c.metric, "n_seeds_baseline": int(base_runs["seed"].nunique()),
                 "n_seeds_pods": int(pods_runs["seed"].nunique()), "start_baseline": start, "peak_baseline": peak}  # fmt: skip
         for i, (k, v) in enumerate(head.items()):
@@ -273,7 +273,7 @@ def write_level_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
         else:
             ratio = f"{float(r['speedup']):.2f}"
         if not math.isnan(float(r["ci_low"])):
-            ratio += f" [{_fmt(float(r['ci_low']))}, {_fmt(float(r['ci_high']))}]"
+            ratio += f" [{fmt_cell(float(r['ci_low']))}, {fmt_cell(float(r['ci_high']))}]"
         elif min(int(r["n_seeds_baseline"]), int(r["n_seeds_pods"])) < MIN_SEEDS_SPEEDUP and ratio != "-":
             ratio += f" [n/a ({min(int(r['n_seeds_baseline']), int(r['n_seeds_pods']))} seeds)]"
         never = (

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from pods.analysis import intervals
-from pods.analysis.curves import _arm
-from pods.analysis.speedups import _arm_runs, default_comparisons
+from pods.analysis.curves import arm_matrices
+from pods.analysis.speedups import arm_runs, default_comparisons
 from pods.analysis.tidy import AnalysisInputError
 
 DEFAULT_SEEDS = (8, 16, 32, 64, 128, 256)
@@ -152,8 +152,8 @@ def seed_projection(
     for c in default_comparisons(curves, metric):
         if settings and c.setting not in settings:
             continue
-        base_runs, pods_runs = _arm_runs(curves, c)
-        base, pods = _arm(base_runs), _arm(pods_runs)
+        base_runs, pods_runs = arm_runs(curves, c)
+        base, pods = arm_matrices(base_runs), arm_matrices(pods_runs)
         steps_T = np.nanmean(np.vstack([base.steps_S_T, pods.steps_S_T]), axis=0) if _same_grid(base, pods) else None
         why = _unprojectable(base, pods, steps_T)
         if why:

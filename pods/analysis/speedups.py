@@ -44,35 +44,35 @@ import pandas as pd
 
 from pods import registry
 from pods.analysis.curves import (
-    _Arm,
-    _arm,
-    _as_series,
-    _at,
-    _bootstrap_means,
-    _first_index,
-    _first_reach,
-    _fmt,
-    _label,
+    ArmMatrices,
+    arm_matrices,
+    as_series,
+    bootstrap_means,
+    first_index,
+    first_time,
+    fmt_cell,
     mean_curve,
     primary_dataset,
+    selector_label,
+    value_at,
 )
-from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, _conditional, expanded_ends, expanded_mc_error
+from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, conditional_ends, expanded_ends, expanded_mc_error
 from pods.analysis.plateau import (
     PLATEAU_SHARE,
     TREND_SHARE,
-    _points,
     baseline_late_gain,
     baseline_plateau,
     baseline_plateau_share,
     baseline_trend,
+    points_text,
 )
 from pods.analysis.tidy import (
     CONFIG_KEYS,
     DEFAULT_THRESHOLD,
     PAPER_SHEET,
     AnalysisInputError,
-    _paper_defaults,
     arm_label,
+    paper_defaults,
     select,
 )
 
@@ -93,7 +93,7 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
     reaches the target, t_pods_s = inf and speedup = NaN (no number: the table says "never" and the
     bootstrap reports how often); an empty baseline curve is a ValueError.
     """
-    base, pods = _as_series(baseline_curve), _as_series(pods_curve)
+    base, pods = as_series(baseline_curve), as_series(pods_curve)
     if base.empty:
         raise ValueError(
             "baseline curve has no points after t = 0: nothing to take a peak of; "
@@ -101,11 +101,11 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
         )
     peak = float(base.max())
     target = threshold * peak
-    t_base = float(_first_reach(base.index.to_numpy(float), base.to_numpy()[None], np.array([target]))[0])
+    t_base = float(first_time(base.index.to_numpy(float), base.to_numpy()[None], np.array([target]))[0])
     if pods.empty:
         t_pods = math.inf
     else:
-        t_pods = float(_first_reach(pods.index.to_numpy(float), pods.to_numpy()[None], np.array([target]))[0])
+        t_pods = float(first_time(pods.index.to_numpy(float), pods.to_numpy()[None], np.array([target]))[0])
     return {
         "peak": peak,
         "t_peak_s": float(base.idxmax()),
@@ -208,24 +208,26 @@ def _censored(num_B: np.ndarray, den_B: np.ndarray, never_B: np.ndarray) -> np.n
         return np.where(never_B, 0.0, num_B / den_B)
 
 
-def _speedups(base: _Arm, pods: _Arm, idx_base_B_S, idx_pods_B_S, threshold, clock: PaperClock | None = None) -> dict:
+def _speedups(
+    base: ArmMatrices, pods: ArmMatrices, idx_base_B_S, idx_pods_B_S, threshold, clock: PaperClock | None = None
+) -> dict:
     """The speed-ups of each resample of seeds (rows of the idx arrays): the eval-grid time ratio, (i) steps,
     (ii) training seconds here, (iii) training seconds on the paper's hardware, all to the same target."""
     base_B_T, pods_B_T = (
-        _bootstrap_means(base.values_S_T, idx_base_B_S),
-        _bootstrap_means(pods.values_S_T, idx_pods_B_S),
+        bootstrap_means(base.values_S_T, idx_base_B_S),
+        bootstrap_means(pods.values_S_T, idx_pods_B_S),
     )
     target_B = threshold * np.nanmax(base_B_T, axis=1)
-    first_base_B, first_pods_B = _first_index(base_B_T, target_B), _first_index(pods_B_T, target_B)
+    first_base_B, first_pods_B = first_index(base_B_T, target_B), first_index(pods_B_T, target_B)
     never_B = first_pods_B < 0
     t_base_B, t_pods_B = (
-        _at(base.times_T[None].repeat(len(target_B), 0), first_base_B),
-        _at(pods.times_T[None].repeat(len(target_B), 0), first_pods_B),
+        value_at(base.times_T[None].repeat(len(target_B), 0), first_base_B),
+        value_at(pods.times_T[None].repeat(len(target_B), 0), first_pods_B),
     )
-    steps_base_B = _at(_bootstrap_means(base.steps_S_T, idx_base_B_S), first_base_B)
-    steps_pods_B = _at(_bootstrap_means(pods.steps_S_T, idx_pods_B_S), first_pods_B)
-    elapsed_base_B = _at(_bootstrap_means(base.elapsed_S_T, idx_base_B_S), first_base_B)
-    elapsed_pods_B = _at(_bootstrap_means(pods.elapsed_S_T, idx_pods_B_S), first_pods_B)
+    steps_base_B = value_at(bootstrap_means(base.steps_S_T, idx_base_B_S), first_base_B)
+    steps_pods_B = value_at(bootstrap_means(pods.steps_S_T, idx_pods_B_S), first_pods_B)
+    elapsed_base_B = value_at(bootstrap_means(base.elapsed_S_T, idx_base_B_S), first_base_B)
+    elapsed_pods_B = value_at(bootstrap_means(pods.elapsed_S_T, idx_pods_B_S), first_pods_B)
     clock = clock or PaperClock((), (), (), (), "")
     paper_base_B, paper_pods_B = clock.seconds(steps_base_B, steps_pods_B)
     return {
@@ -256,7 +258,7 @@ def _speedup_interval(samples_B: np.ndarray, n_seeds: int, ci: float) -> tuple[f
     if n_seeds < MIN_SEEDS_SPEEDUP or samples_B.size == 0 or np.isnan(samples_B).all():
         return math.nan, math.nan, math.nan, math.nan, math.nan  # too few seeds, or no steps / clock
     low, high = expanded_ends(samples_B[None], ci, n_seeds)
-    cond_low, cond_high = _conditional("expanded", samples_B[None], ci, n_seeds)
+    cond_low, cond_high = conditional_ends("expanded", samples_B[None], ci, n_seeds)
     mc = expanded_mc_error(samples_B[None], ci, n_seeds)
     return float(low[0]), float(high[0]), float(cond_low[0]), float(cond_high[0]), float(mc[0])
 
@@ -285,7 +287,7 @@ def bootstrap_speedup(
     p_never, and for (i)-(iii) {name}_ci_low/high, {name}_ci_mc and {name}_cond_low/high (over the resamples in
     which PODS reached the target).
     """
-    base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
+    base, pods = arm_matrices(baseline_runs, baseline_steps), arm_matrices(pods_runs, pods_steps)
     names = SPEEDUPS[1:]
     nan_out = {"ci_low": math.nan, "ci_high": math.nan, "samples": np.array([]), "p_never": math.nan}
     nan_out |= {f"{n}_{k}_{e}": math.nan for n in names for k in ("ci", "cond") for e in ("low", "high")}
@@ -318,7 +320,7 @@ def point_speedups(
     optimizer step at the first grid point where each mean curve reaches it), training seconds there (here
     and on the paper's hardware), seconds per step per arm (mean training seconds / mean steps over runs),
     and the speed-ups (0 where PODS never reaches the target)."""
-    base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
+    base, pods = arm_matrices(baseline_runs, baseline_steps), arm_matrices(pods_runs, pods_steps)
     all_base = np.arange(len(base.seeds))[None]
     all_pods = np.arange(len(pods.seeds))[None]
     res = _speedups(base, pods, all_base, all_pods, threshold, clock)
@@ -445,7 +447,7 @@ def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None
         arms = [sub[sub["role"] == role] for role in registry.ROLES]
         if all(len(a) and a["steps"].notna().any() for a in arms):
             sps = [float(a["time_s"].mean() / a["steps"].mean()) for a in arms]
-            labels = [_label({"arm": a["arm"].iloc[0], "n": a["n"].iloc[0], "m": a["m"].iloc[0]}) for a in arms]
+            labels = [selector_label({"arm": a["arm"].iloc[0], "n": a["n"].iloc[0], "m": a["m"].iloc[0]}) for a in arms]
             return (
                 sps[0],
                 sps[1],
@@ -541,14 +543,14 @@ def speedup_table(
     return pd.DataFrame(rows)
 
 
-def _arm_runs(df: pd.DataFrame, c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
+def arm_runs(df: pd.DataFrame, c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The baseline and PODS runs of comparison `c`; AnalysisInputError if an arm has none."""
     sub = select(df, setting=c.setting, dataset=c.dataset, metric=c.metric)
     base_runs, pods_runs = select(sub, **c.baseline), select(sub, **c.pods)
     for which, runs, sel in (("baseline", base_runs, c.baseline), ("PODS", pods_runs, c.pods)):
         if runs.empty:
             raise AnalysisInputError(
-                f"setting {c.setting}: no runs of the {which} arm ({_label(sel)}) on {c.dataset} / "
+                f"setting {c.setting}: no runs of the {which} arm ({selector_label(sel)}) on {c.dataset} / "
                 f"{c.metric}: train that arm (or fix its row of the run sheet); a comparison with a "
                 "missing arm has no speed-up"
             )
@@ -566,7 +568,7 @@ def _table_row(
     paper_curves: pd.DataFrame | None = None,
 ) -> dict:
     """One row of `speedup_table`: comparison `c` of the runs in `df`."""
-    base_runs, pods_runs = _arm_runs(df, c)
+    base_runs, pods_runs = arm_runs(df, c)
     base_steps, pods_steps = _select_steps(steps, c.setting, c.baseline), _select_steps(steps, c.setting, c.pods)
     paper_sps = paper_seconds_per_step(c.setting, paper_steps)
     clock = paper_clock(c.setting, paper_curves, paper_steps)
@@ -595,8 +597,8 @@ def _table_row(
     row = {
         "setting": c.setting,
         "setting_name": base_runs["setting_name"].iloc[0],
-        "baseline": _label(c.baseline),
-        "pods": _label(c.pods),
+        "baseline": selector_label(c.baseline),
+        "pods": selector_label(c.pods),
         "dataset": c.dataset,
         "metric": c.metric,
         "grid_s": float(np.median(grid)) if grid.size else math.nan,
@@ -681,26 +683,26 @@ def _ci_cell(row, col: str, digits: int) -> str:
     value = row.get(col, math.nan)
     if isinstance(value, float) and math.isnan(value) and _no_interval(row):
         return _no_interval(row)
-    return _fmt(value, digits)
+    return fmt_cell(value, digits)
 
 
 def _three_cells(row) -> list[str]:
     cells = [str(row["setting"])]
     for _, point, ci, digits in _THREE:
         if isinstance(point, tuple):
-            cells.append(" / ".join(_fmt(float(row.get(c, math.nan)), digits) for c in point))
+            cells.append(" / ".join(fmt_cell(float(row.get(c, math.nan)), digits) for c in point))
             continue
-        text = "never" if not row.get("t_pods_s", 0) < math.inf else _fmt(float(row.get(point, math.nan)), digits)
+        text = "never" if not row.get("t_pods_s", 0) < math.inf else fmt_cell(float(row.get(point, math.nan)), digits)
         if _no_interval(row):
             text += f" [{_no_interval(row)}]"
         else:
-            lo, hi = (_fmt(float(row.get(f"{ci}_ci_{e}", math.nan)), digits) for e in ("low", "high"))
+            lo, hi = (fmt_cell(float(row.get(f"{ci}_ci_{e}", math.nan)), digits) for e in ("low", "high"))
             text += f" [{lo}, {hi}]"
         cells.append(text)
     never = float(row.get("p_pods_never", math.nan))
     cells.append("-" if math.isnan(never) else f"{never:.0%}")
     cells.append(_plateau_cell(row))
-    cells.append(_fmt(float(row.get("paper_speedup", math.nan)), 1))
+    cells.append(fmt_cell(float(row.get("paper_speedup", math.nan)), 1))
     return cells
 
 
@@ -711,15 +713,15 @@ def _plateau_cell(row) -> str:
     share = float(row.get("peak_share_baseline", math.nan))
     if math.isnan(share):
         return "-"
-    at, last = (_fmt(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
+    at, last = (fmt_cell(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
     parts = [f"{share:.2f}" if row.get("plateau_baseline") else f"{share:.2f}, no plateau"]
     p_plateau = float(row.get("p_plateau_baseline", math.nan))
     if not math.isnan(p_plateau):
         parts[0] += f", {p_plateau:.0%} of resamples peak before {PLATEAU_SHARE:.0%}"
     if not row.get("plateau_baseline") and not math.isnan(float(row.get("late_gain_baseline", math.nan))):
-        parts.append(f"late gain {_points(row, 'late_gain_baseline')}")
+        parts.append(f"late gain {points_text(row, 'late_gain_baseline')}")
     if not math.isnan(float(row.get("trend_baseline", math.nan))):
-        parts.append(f"2nd-half trend {_points(row, 'trend_baseline')}")
+        parts.append(f"2nd-half trend {points_text(row, 'trend_baseline')}")
     return f"{at} of {last} ({'; '.join(parts)})"
 
 
@@ -732,7 +734,7 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     df.to_csv(paths[0], index=False)
     cols = [(c, h, d) for c, h, d in _SHOWN if c in df.columns]
     cells = [
-        [_ci_cell(r, c, d) if c in ("ci_low", "ci_high") else _fmt(r[c], d) for c, _, d in cols]
+        [_ci_cell(r, c, d) if c in ("ci_low", "ci_high") else fmt_cell(r[c], d) for c, _, d in cols]
         for _, r in df.iterrows()
     ]
     head = [h for _, h, _ in cols]
@@ -789,7 +791,7 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
 def _arm_selector(rec: registry.Setting, arm: registry.Arm) -> dict:
     """{"arm", "n", "m", "grad_accum"} of a sheet row at paper scale (YAML values where the row
     does not override them)."""
-    base = _paper_defaults(rec)
+    base = paper_defaults(rec)
     ga = int(arm.extra_value("optim.grad_accum") or base["ga"])
     normalize = arm.extra_value("rollout.normalize") or base["norm"]
     return {"arm": arm_label(arm.n, arm.m, arm.rule, normalize, ga), "n": arm.n, "m": arm.m, "grad_accum": ga}
