@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pods import registry
+from pods.analysis import command
 from pods.analysis.gradsignal import SIGNAL_METRICS
 from pods.analysis.tidy import (
     CURVE_COLUMNS,
@@ -278,3 +280,38 @@ def load_run_steps(
 ) -> pd.DataFrame:
     """One row per run (STEP_COLUMNS): s/step, generation/update split, mean training length."""
     return collect_runs(root, letters, sheet)[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis collect
+
+
+def add_arguments(p) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--runs", help="every run directory under this folder")
+    which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="exactly these run directories (the workflow's)")
+    p.add_argument("--out-dir", required=True, help="where curves.csv and steps.csv are written")
+    p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
+    p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    curves, steps = collect_runs(args.runs, parse_letters(args.letters), args.sheet, args.run_dirs)
+    return command.wrote([command.write_csv(curves, out / "curves.csv"), command.write_csv(steps, out / "steps.csv")])
+
+
+def parse_letters(text: str | None) -> dict[str, str]:
+    """The --letters option: NAME=LETTER,... -> {setting name: paper letter}."""
+    if not text:
+        return {}
+    out = {}
+    for item in text.split(","):
+        name, sep, letter = item.partition("=")
+        if not sep or letter not in registry.SETTINGS:
+            raise AnalysisInputError(
+                f"--letters item {item!r}: write NAME=LETTER with LETTER one of {', '.join(registry.SETTINGS)}, "
+                "e.g. --letters tiny_gsm8k=a,tiny_llama=b"
+            )
+        out[name.strip()] = letter
+    return out

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.analysis import intervals
+from pods.analysis import command, intervals
 from pods.analysis.curves import selector_label
 from pods.analysis.tidy import SHARE_METRICS, AnalysisInputError
 
@@ -143,3 +143,20 @@ def write_signal_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     ]
     md.write_text("\n".join(lines))
     return [csv, md]
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis signal
+
+
+def add_arguments(p) -> None:
+    p.add_argument(
+        "--curves", required=True, help="a curves.csv written by collect (our runs; the released logs have none)"
+    )
+    p.add_argument("--out-dir", required=True, help="where signal.csv and signal.md are written")
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    table = signal_table(command.read_until(args), args.n_boot, args.boot_seed)
+    return command.report(out, "signal", write_signal_table(table, out / "signal"))

@@ -42,12 +42,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pods.analysis import command
 from pods.analysis.curves import arm_matrices, bootstrap_means, first_index, fmt_cell, selector_label, value_at
-from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, levels_interval
+from pods.analysis.intervals import DEFAULT_FRACTIONS, MIN_SEEDS_SPEEDUP, levels_interval
 from pods.analysis.speedups import arm_runs, default_comparisons
-from pods.analysis.tidy import AnalysisInputError
-
-DEFAULT_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0)
+from pods.analysis.tidy import FRACTION_METRICS, AnalysisInputError
 
 
 def _unit(*arms) -> str:
@@ -294,3 +293,51 @@ def write_level_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
            "run of the same seeds (pods/analysis/levels.py)."]  # fmt: skip
     paths[1].write_text("\n".join(md) + "\n")
     return paths
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis levels
+
+levels_type = command.option_type(
+    command.numbers, lambda xs: min(xs) >= 0, "{text!r}: levels are numbers >= 0 in the metric's units, e.g. 0.8,0.84"
+)
+fractions_type = command.option_type(
+    command.numbers,
+    lambda xs: all(0 < x <= 1 for x in xs),
+    "{text!r}: fractions of the baseline's rise lie in (0, 1] (1 = its peak), e.g. 0.5,0.9,1",
+)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--curves", required=True, help=command.CURVES_HELP)
+    p.add_argument("--out-dir", required=True, help="where levels.csv and levels.md are written")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--levels",
+        type=levels_type,
+        help="comma-separated levels in the metric's units, e.g. 0.8,0.84 (compare budgets); accuracies in [0, 1]",
+    )
+    which.add_argument(
+        "--fractions",
+        type=fractions_type,
+        default=DEFAULT_FRACTIONS,
+        help="comma-separated fractions in (0, 1] of the baseline's rise from start to peak "
+        f"(default {','.join(map(str, DEFAULT_FRACTIONS))})",
+    )
+    p.add_argument("--setting", nargs="+", help="only these settings (letters)")
+    p.add_argument("--metric", help=command.METRIC_HELP)
+
+
+def run(args) -> int:
+    if args.levels and (args.metric is None or args.metric in FRACTION_METRICS):
+        above = [x for x in args.levels if x > 1]
+        if above:
+            raise command.UsageError(
+                f"--levels {above[0]:g}: accuracy levels are fractions in [0, 1], e.g. 0.8,0.84 "
+                "(a level in tokens needs --metric completion_len_mean)"
+            )
+    out = command.check_out_dir(args.out_dir)
+    curves = command.read_until(args)
+    command.check_settings(args.setting, curves, source=args.curves)
+    levels = level_table(curves, args.levels, args.fractions, args.metric, args.setting, args.n_boot, args.boot_seed)
+    return command.report(out, "levels", write_level_table(levels, out / "levels"))

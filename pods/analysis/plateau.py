@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
-from pods.analysis import intervals
+from pods.analysis import command, intervals
+from pods.analysis.collect import collect_runs, parse_letters
 from pods.analysis.curves import (
     ArmMatrices,
     arm_matrices,
@@ -31,7 +32,7 @@ from pods.analysis.curves import (
     primary_dataset,
     selector_label,
 )
-from pods.analysis.tidy import CONFIG_KEYS, AnalysisInputError, select
+from pods.analysis.tidy import CONFIG_KEYS, AnalysisInputError, check_grids, read_curves, select
 
 PLATEAU_SHARE = 0.8  # a baseline has plateaued if its peak lies before the last 20% of its run
 
@@ -282,3 +283,31 @@ def points_text(row, name: str) -> str:
     lo, hi = (float(row.get(f"{name}_ci_{e}", math.nan)) for e in ("low", "high"))
     ci = "" if math.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
     return f"{100 * float(row[name]):+.1f}{ci} pts"
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis plateau
+
+
+def add_arguments(p) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--curves", help=command.CURVES_HELP)
+    which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="run directories (one arm alone will do)")
+    p.add_argument("--out-dir", required=True, help="where plateau.csv and plateau.md are written")
+    p.add_argument("--metric", help=command.METRIC_HELP)
+    p.add_argument("--sheet", help="with --run-dirs: run sheet whose `role` column names the arms' roles")
+    p.add_argument("--letters", help="with --run-dirs: NAME=LETTER,... as for collect")
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    if args.curves:
+        curves = read_curves(args.curves)
+    else:
+        curves = collect_runs(None, parse_letters(args.letters), args.sheet, args.run_dirs)[0]
+    curves = command.until(curves, args.until_step, args.curves or "the run directories")
+    check_grids(curves, args.curves or "the run directories")
+    plateau = plateau_table(curves, args.metric, args.n_boot, args.boot_seed)
+    if plateau.empty:
+        raise AnalysisInputError("no arm has an evaluation after t = 0: nothing to take a peak of")
+    return command.report(out, "plateau", write_plateau_table(plateau, out / "plateau"))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,6 +40,8 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
+from pods.analysis import command, released_logs
+from pods.analysis.speedups import print_table, released_comparisons, speedup_table, write_table
 from pods.analysis.tidy import (
     CURVE_COLUMNS,
     FRACTION_METRICS,
@@ -47,6 +50,7 @@ from pods.analysis.tidy import (
     AnalysisInputError,
     as_fraction,
     as_number,
+    check_grids,
     curve_row,
     load_json,
     paper_defaults,
@@ -329,3 +333,63 @@ def read_released(log_dir: str | Path, sheet: str | Path | None = PAPER_SHEET) -
     steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
     steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
     return tidy_frame(curves), steps
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis released
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
+    p.add_argument("--out-dir", required=True, help="where curves.csv, steps.csv and time_to_peak.* are written")
+    p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
+    p.add_argument(
+        "--manifest",
+        default=str(released_logs.MANIFEST),
+        help="SHA-256 manifest the folder is checked against before it is read (default: the package's)",
+    )
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="read the folder without checking it against the manifest (the tables are then not the release's)",
+    )
+
+
+def run(args) -> int:
+    """Check the folder against the manifest, read it and write curves, steps and the time-to-peak table."""
+    out = command.check_out_dir(args.out_dir)
+    if args.no_verify:
+        print(
+            f"warning: --no-verify: {args.logs} is read without checking it against {args.manifest}; the "
+            "tables are not the release's unless it is an unmodified copy of the authors' results/ folder",
+            file=sys.stderr,
+        )
+    else:
+        verify_folder(args.logs, args.manifest)
+    curves, steps = read_released(args.logs, args.sheet)
+    check_grids(curves, args.logs)
+    # The authors' runs are their own "this machine" and paper hardware: (ii) = (iii).
+    table = speedup_table(
+        curves, released_comparisons(args.sheet), args.threshold, args.n_boot, args.boot_seed, steps, steps, curves
+    )
+    written = [command.write_csv(curves, out / "curves.csv"), command.write_csv(steps, out / "steps.csv")]
+    written += write_table(table, out / "time_to_peak")
+    print_table(table)
+    return command.wrote(written)
+
+
+def verify_folder(logs: str, manifest: str) -> None:
+    """AnalysisInputError unless `logs` holds exactly the released files (pods.analysis.released_logs.verify,
+    as the workflow checks it before this command reads it)."""
+    try:
+        released_logs.verify(logs, manifest)
+    except released_logs.ReleasedLogsError as err:
+        text = str(err)
+        # a problem of the folder (not of the manifest): its fix is another --logs, not the workflow's config
+        if text.startswith(("released logs folder", f"{Path(logs)} is not the authors'")):
+            text = re.split(r"\. Fix: |: use --config", text)[0] + (
+                f". Fix: pass --logs an unmodified copy of the authors' results/ folder ({released_logs.REPOSITORY} "
+                f"at commit {released_logs.COMMIT[:7]}; `python -m pods.analysis.released_logs download --dest DIR` "
+                "fetches one), or --no-verify to read this folder anyway"
+            )
+        raise AnalysisInputError(text) from None

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
+from pods.analysis import command
 from pods.analysis.curves import (
     ArmMatrices,
     arm_matrices,
@@ -73,6 +74,8 @@ from pods.analysis.tidy import (
     AnalysisInputError,
     arm_label,
     paper_defaults,
+    read_curves,
+    read_steps,
     select,
 )
 
@@ -658,3 +661,57 @@ def released_comparisons(sheet: str | Path = PAPER_SHEET) -> list[Comparison]:
         base, pods = (_arm_selector(rec, main[letter][role]) for role in registry.ROLES)
         out.append(Comparison(letter, rec.dataset, rec.metric, base, pods, rec.paper_speedup))
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis time-to-peak
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--curves", required=True, help=command.CURVES_HELP)
+    p.add_argument("--out-dir", required=True, help="where time_to_peak.* is written")
+    p.add_argument("--metric", help=command.METRIC_HELP)
+    p.add_argument("--steps", help="steps.csv of the same runs: this machine's seconds per step, speed-up (ii)")
+    p.add_argument(
+        "--paper-steps",
+        help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
+        "settings without released logs use the cost model (pods/analysis/cost_model.py)",
+    )
+    p.add_argument(
+        "--paper-curves",
+        help="curves.csv of `released`: the paper hardware's training time at each step count, for speed-up "
+        "(iii) (else --paper-steps' mean seconds per step)",
+    )
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    curves = command.read_until(args)
+    steps = read_steps(args.steps)
+    if args.steps and steps is None:
+        raise AnalysisInputError(f"steps table {args.steps} is missing or empty: `collect` writes it")
+    paper_steps = read_steps(args.paper_steps)
+    if args.paper_steps and paper_steps is None:
+        raise AnalysisInputError(
+            f"{args.paper_steps} is missing or empty: `python -m pods.analysis released` writes it"
+        )
+    paper_curves = read_curves(args.paper_curves) if args.paper_curves else None
+    table = speedup_table(
+        curves, default_comparisons(curves, args.metric), args.threshold, args.n_boot, args.boot_seed,
+        steps, paper_steps, paper_curves,
+    )  # fmt: skip
+    if table.empty:
+        raise AnalysisInputError(
+            f"{args.curves} has no setting with both a baseline and a PODS run (the run sheet's "
+            "`role` column, passed to `collect --sheet`): train both arms first"
+        )
+    written = write_table(table, out / "time_to_peak")
+    print_table(table)
+    return command.wrote(written)
+
+
+def print_table(table: pd.DataFrame) -> None:
+    """The main columns of a time-to-peak table, on stdout."""
+    cols = ["setting", "metric", "t_baseline_s", "t_pods_s", "speedup", "speedup_exact", "ci_low", "ci_high"]
+    cols += ["speedup_steps", "speedup_wall", "speedup_paper_hw", "p_pods_never", "paper_speedup"]
+    print(table[cols].to_string(index=False))
