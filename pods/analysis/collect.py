@@ -90,6 +90,20 @@ def _check_finished(run_dir: Path) -> None:
             raise AnalysisInputError(str(e)) from None
 
 
+def _read_metrics(run_dir: Path) -> pd.DataFrame:
+    """A run's metrics.jsonl, each row checked: step, time_s, the shares of SIGNAL_METRICS."""
+    mrecs = _read_jsonl(run_dir / "metrics.jsonl")
+    for line, rec in mrecs:
+        where = f"{run_dir / 'metrics.jsonl'} line {line}"
+        for key in ("step", "time_s"):
+            if key not in rec:
+                raise AnalysisInputError(f"{where}: missing key {key!r}")
+            as_number(rec[key], where, key)
+        for key in SIGNAL_METRICS:  # shares of the step's prompts (None / NaN: not logged that step)
+            _share(rec.get(key), where, key)
+    return pd.DataFrame([rec for _, rec in mrecs])
+
+
 def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -> tuple[list, dict]:
     cfg = load_json(run_dir / "config.json", ": the trainer writes it first; rerun the run")
     if not isinstance(cfg, dict) or not isinstance(cfg.get("rollout"), dict):
@@ -138,16 +152,7 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
     policy = (cfg.get("meta") or {}).get("policy")
     if isinstance(policy, dict) and policy.get("weights_sha256"):
         step_row["policy_sha256"] = str(policy["weights_sha256"])
-    mrecs = _read_jsonl(run_dir / "metrics.jsonl")
-    for line, rec in mrecs:
-        where = f"{run_dir / 'metrics.jsonl'} line {line}"
-        for key in ("step", "time_s"):
-            if key not in rec:
-                raise AnalysisInputError(f"{where}: missing key {key!r}")
-            as_number(rec[key], where, key)
-        for key in SIGNAL_METRICS:  # shares of the step's prompts (None / NaN: not logged that step)
-            _share(rec.get(key), where, key)
-    mdf = pd.DataFrame([rec for _, rec in mrecs])
+    mdf = _read_metrics(run_dir)
     if mdf.empty:
         return rows, step_row
     step_row.update(time_s=float(mdf["time_s"].iloc[-1]), steps=int(mdf["step"].iloc[-1]))

@@ -100,6 +100,7 @@ def level_speedups(
         levels_L = np.array([float(x) for x in levels])
         if levels_L.size == 0 or not np.isfinite(levels_L).all():
             raise AnalysisInputError(f"levels must be finite numbers, at least one (got {list(levels)})")
+        fractions_L = None
     else:
         fractions_L = np.array([float(f) for f in fractions])
         start, peak = _start_and_peak(baseline_runs)
@@ -113,65 +114,79 @@ def level_speedups(
     pooled_L = np.ones(len(levels_L), bool) if levels is not None else fractions_L < 1.0
     n_seeds = min(len(base.seeds), len(pods.seeds))
 
+    ends, pooled_L, note = _level_ends(
+        baseline_runs, base, pods, unit, levels_L, None if levels is None else levels_L, fractions_L, pooled_L,
+        n_seeds, n_boot, seed, ci,
+    )  # fmt: skip
+    rows = [
+        {
+            "level": float(level),
+            "t_baseline": float(t_base_L[j]),
+            "t_pods": float(t_pods_L[j]),
+            "speedup": float(_ratio(t_base_L[j], t_pods_L[j])),
+            "ci_low": float(ends["low"][j]),
+            "ci_high": float(ends["high"][j]),
+            "cond_low": float(ends["cond_low"][j]),
+            "cond_high": float(ends["cond_high"][j]),
+            "p_baseline_never": float(ends["base_never_share"][j]),
+            "p_pods_never": float(ends["never_share"][j]),
+        }
+        for j, level in enumerate(levels_L)
+    ]
+    if levels is not None and n_seeds < 2:  # no resamples: pool the fixed levels the baseline reaches
+        pooled_L = np.isfinite(t_base_L)
+    out = pd.DataFrame([*rows, _pooled_row(t_base_L, t_pods_L, pooled_L, ends)])
+    out.insert(0, "kind", ["level"] * len(rows) + ["pooled"])
+    out.insert(1, "unit", unit)
+    out["n_levels"] = [1] * len(rows) + [int(pooled_L.sum())]
+    out["note"] = note
+    return out
+
+
+def _level_ends(baseline_runs, base, pods, unit, levels_L, fixed_L, fractions_L, pooled_L, n_seeds, n_boot, seed, ci):
+    """(interval columns, pooled levels, note) of `level_speedups`: `levels_interval` at the fixed levels
+    `fixed_L`, else at `fractions_L` of the baseline's rise; NaN and a note below the seeds it needs."""
     nan_L = np.full(len(levels_L), math.nan)
     ends = {k: nan_L for k in ("low", "high", "cond_low", "cond_high", "never_share", "base_never_share")}
     ends |= {f"pooled_{k}": math.nan for k in list(ends)}
     note = _few_seeds(n_seeds) if n_seeds < MIN_SEEDS_SPEEDUP else ""
-    if n_seeds >= 2 and np.isfinite(pods.values_S_T).any():
-        pos = (base.steps_S_T, pods.steps_S_T) if unit == "steps" else (base.times_T, pods.times_T)
-        at0 = baseline_runs[baseline_runs["time_s"] <= 0].groupby("seed")["value"].mean()
-        start_S = (
-            at0.reindex(base.seeds).to_numpy(float) if len(at0) and at0.reindex(base.seeds).notna().all() else None
-        )
+    if n_seeds < 2:
+        return ends, pooled_L, "no interval: 1 seed in an arm"
+    if not np.isfinite(pods.values_S_T).any():
+        return ends, pooled_L, note
+    pos = (base.steps_S_T, pods.steps_S_T) if unit == "steps" else (base.times_T, pods.times_T)
+    at0 = baseline_runs[baseline_runs["time_s"] <= 0].groupby("seed")["value"].mean()
+    start_S = at0.reindex(base.seeds).to_numpy(float) if len(at0) and at0.reindex(base.seeds).notna().all() else None
 
-        def interval(lv):
-            try:
-                return _levels_interval(lv)
-            except ValueError as err:  # e.g. too few resamples for the expanded interval's tails
-                raise AnalysisInputError(f"levels: {err}") from None
-
-        def _levels_interval(lv):
+    def interval(lv):
+        try:
             return levels_interval(
                 base.values_S_T, pods.values_S_T, pos[0], pods_steps_T=pos[1],
-                fractions=fractions_L if levels is None else DEFAULT_FRACTIONS,
-                base_start_S=start_S if levels is None else None, levels=lv,
+                fractions=fractions_L if fixed_L is None else DEFAULT_FRACTIONS,
+                base_start_S=start_S if fixed_L is None else None, levels=lv,
                 rng=np.random.default_rng(seed), n_boot=n_boot, ci=ci,
             )  # fmt: skip
+        except ValueError as err:  # e.g. too few resamples for the expanded interval's tails
+            raise AnalysisInputError(f"levels: {err}") from None
 
-        res = interval(None if levels is None else levels_L)
-        ends = {k: res[k] for k in ends}
-        note = _few_seeds(n_seeds) if res["note"] else ""
-        if levels is not None:  # a fixed level the baseline misses in some resample leaves the pool
-            pooled_L = np.asarray(res["base_never_share"]) == 0
-            if pooled_L.any() and not pooled_L.all():
-                again = interval(levels_L[pooled_L])  # the same resamples: the same seed
-                ends |= {k: again[k] for k in ends if k.startswith("pooled_")}
-            elif not pooled_L.any():
-                ends |= {k: math.nan for k in ends if k.startswith("pooled_")}
-    elif n_seeds < 2:
-        note = "no interval: 1 seed in an arm"
+    res = interval(fixed_L)
+    ends = {k: res[k] for k in ends}
+    note = _few_seeds(n_seeds) if res["note"] else ""
+    if fixed_L is not None:  # a fixed level the baseline misses in some resample leaves the pool
+        pooled_L = np.asarray(res["base_never_share"]) == 0
+        if pooled_L.any() and not pooled_L.all():
+            again = interval(fixed_L[pooled_L])  # the same resamples: the same seed
+            ends |= {k: again[k] for k in ends if k.startswith("pooled_")}
+        elif not pooled_L.any():
+            ends |= {k: math.nan for k in ends if k.startswith("pooled_")}
+    return ends, pooled_L, note
 
-    rows = []
-    for j, level in enumerate(levels_L):
-        rows.append(
-            {
-                "level": float(level),
-                "t_baseline": float(t_base_L[j]),
-                "t_pods": float(t_pods_L[j]),
-                "speedup": float(_ratio(t_base_L[j], t_pods_L[j])),
-                "ci_low": float(ends["low"][j]),
-                "ci_high": float(ends["high"][j]),
-                "cond_low": float(ends["cond_low"][j]),
-                "cond_high": float(ends["cond_high"][j]),
-                "p_baseline_never": float(ends["base_never_share"][j]),
-                "p_pods_never": float(ends["never_share"][j]),
-            }
-        )
-    if levels is not None and n_seeds < 2:  # no resamples: pool the fixed levels the baseline reaches
-        pooled_L = np.isfinite(t_base_L)
+
+def _pooled_row(t_base_L: np.ndarray, t_pods_L: np.ndarray, pooled_L: np.ndarray, ends: dict) -> dict:
+    """The "pooled" row of `level_speedups`: the steps summed over the pooled levels the baseline reaches."""
     both_L = pooled_L & np.isfinite(t_base_L) & np.isfinite(t_pods_L)
     full = pooled_L & np.isfinite(t_base_L)
-    pooled = {
+    return {
         "level": math.nan,
         "t_baseline": float(t_base_L[full].sum()) if full.any() else math.nan,
         "t_pods": float(t_pods_L[full].sum()) if full.any() else math.nan,
@@ -185,12 +200,6 @@ def level_speedups(
         "p_baseline_never": float(ends["pooled_base_never_share"]),
         "p_pods_never": float(ends["pooled_never_share"]),
     }
-    out = pd.DataFrame([*rows, pooled])
-    out.insert(0, "kind", ["level"] * len(rows) + ["pooled"])
-    out.insert(1, "unit", unit)
-    out["n_levels"] = [1] * len(rows) + [int(pooled_L.sum())]
-    out["note"] = note
-    return out
 
 
 def _start_and_peak(runs: pd.DataFrame) -> tuple[float, float]:

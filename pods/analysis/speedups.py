@@ -439,11 +439,6 @@ def _table_row(
         | baseline_late_gain(base_runs, n_boot, boot_seed)
         | baseline_trend(base_runs, n_boot, boot_seed)
     )
-    note = []
-    if not res["pods_reached"]:
-        note.append("PODS never reached the target")
-    if min(n_base, n_pods) < MIN_SEEDS_SPEEDUP:
-        note.append(_few_seeds(min(n_base, n_pods)))
     row = {
         "setting": c.setting,
         "setting_name": base_runs["setting_name"].iloc[0],
@@ -476,25 +471,40 @@ def _table_row(
         "paper_elapsed_pods_s": point["paper_elapsed_pods_s"],
         "paper_sps_source": clock.source,
     }
+    return (
+        row
+        | _speedup_columns(point, boot)
+        | {
+            "p_pods_never": boot["p_never"],
+            "paper_speedup": c.paper if c.paper is not None else math.nan,
+            "n_seeds_baseline": n_base,
+            "n_seeds_pods": n_pods,
+            "n_boot": n_boot,
+            "interval": "expanded percentile bootstrap over seeds, never-reached resamples counted as 0",
+            "note": _note(res["pods_reached"], min(n_base, n_pods)),
+        }
+    )
+
+
+def _speedup_columns(point: dict, boot: dict) -> dict:
+    """Speed-ups (i)-(iii) of a table row: the point, its interval, the conditional one and their MC error."""
+    row = {}
     for name in SPEEDUPS[1:]:
         row[name] = point[name]
         for kind in ("ci", "cond"):
             for end in ("low", "high"):
                 row[f"{name}_{kind}_{end}"] = boot[f"{name}_{kind}_{end}"]
         row[f"{name}_ci_mc"] = boot[f"{name}_ci_mc"]
-    return row | {
-        "p_pods_never": boot["p_never"],
-        "paper_speedup": c.paper if c.paper is not None else math.nan,
-        "n_seeds_baseline": n_base,
-        "n_seeds_pods": n_pods,
-        "n_boot": n_boot,
-        "interval": "expanded percentile bootstrap over seeds, never-reached resamples counted as 0",
-        "note": "; ".join(note),
-    }
+    return row
 
 
 def _few_seeds(n: int) -> str:
     return f"no interval: {n} seed(s) per arm, below the {MIN_SEEDS_SPEEDUP} at which its 95% coverage holds"
+
+
+def _note(pods_reached: bool, n_seeds: int) -> str:
+    note = [] if pods_reached else ["PODS never reached the target"]
+    return "; ".join(note + ([_few_seeds(n_seeds)] if n_seeds < MIN_SEEDS_SPEEDUP else []))
 
 
 # fmt: off
