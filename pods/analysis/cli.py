@@ -1,35 +1,22 @@
 """Tidy curves from run directories and from the authors' released logs; time-to-peak; bootstrap.
 
-The command line of the analysis (``python -m pods.analysis``, ``pods analysis``): each subcommand reads
-run directories (pods.analysis.collect), the authors' released logs (pods.analysis.released) or a
-curves.csv (pods.analysis.tidy) and writes the tables of pods.analysis.speedups, plateau, levels, power,
-ablations and gradsignal.
+The command line of the analysis (``python -m pods.analysis``, ``pods analysis``): COMMANDS lists the
+subcommands, each a module with ``add_arguments(parser)`` and ``run(args)`` (pods.analysis.command holds
+what they share); `results` parses its own options.
 
 Run:
     python -m pods.analysis released --logs DIR --out-dir results/released
     python -m pods.analysis collect --runs results/runs --out-dir results/tables --sheet config/runs_tiny.tsv
     python -m pods.analysis time-to-peak --curves results/tables/curves.csv --steps results/tables/steps.csv \
         --paper-steps results/released/steps.csv --out-dir results/tables
-    python -m pods.analysis plateau --curves results/tables/curves.csv --out-dir results/tables
     python -m pods.analysis plateau --run-dirs results/warm_a4000/runs/a/*/seed~* --out-dir results/warm_a4000/tables
-    python -m pods.analysis levels --curves results/tables/curves.csv --out-dir results/tables
     python -m pods.analysis levels --curves results/warm_a2000/tables/curves.csv --levels 0.8,0.84,0.86 --out-dir D
     python -m pods.analysis seeds --curves results/tables/curves.csv --setting a e --out-dir results/tables
     python -m pods.analysis ablations --curves results/tables/curves.csv --released results/released/curves.csv \
         --out-dir results/tables
-    python -m pods.analysis signal --curves results/tables/curves.csv --out-dir results/tables
-    python -m pods.analysis time-to-peak --curves results/a1200/tables/curves.csv --until-step 600 --out-dir D
-(--until-step N, on time-to-peak, plateau, levels, seeds, ablations and signal: the same runs read as if their step
-budget had ended at N.)
+    python -m pods.analysis signal --curves results/tables/curves.csv --until-step 600 --out-dir results/tables
 Exit codes: 0 ok, 2 missing, empty or unusable input or option (one line that names it and says how to fix it),
-1 anything else.
-
-What is refused rather than averaged: a curves table that holds one evaluation twice (a run collected twice),
-and the seeds of one arm evaluated at different grid points, whether one was trained longer (pass --until-step N
-to read every seed up to a common budget) or one lacks an evaluation the others have (restore it, or leave that
-seed out and collect again: no seed is dropped in silence), or, on a step grid, one was evaluated at other
-steps than the others (rerun with another eval.every_steps). `released` checks the logs folder against the
-package's SHA-256 manifest first, as the workflow does (--no-verify skips that, with a warning).
+1 anything else. What is refused rather than averaged: docs/design.md#the-analysis-commands.
 """
 
 from __future__ import annotations

@@ -1,35 +1,19 @@
 """Speed-up at fixed accuracy levels: the steps each arm's mean curve needs to first reach a level.
 
 Time-to-peak (pods.analysis.speedups) asks when each arm first reaches 0.99 x the baseline's peak, so its
-answer moves with the budget whenever the baseline is still rising at the end of its run (its peak, and
-with it the target, rises with the budget). This table asks the question at levels below the peak:
+answer moves with the budget while the baseline still rises. This table asks at levels below the peak:
 how many optimizer steps does each arm's mean curve over seeds need to first reach accuracy L, and what
-is their ratio (how many baseline steps one PODS step is worth on the way to L)?
-
-A level that both arms reach within a budget gets the same answer from every longer budget: the tiny
-scale's step budget makes the runs deterministic, so the first 600 steps of a 2000-step run are the
-600-step run, evaluation for evaluation. Rows of fixed `levels` from a short and a long run agree
-wherever both reach them; the long run only adds the higher levels.
+is their ratio? A level both arms reach within a budget gets the same answer from every longer budget.
 
 Definitions (mean curves over seeds at the evaluation grid, t = 0 excluded, as in time-to-peak):
-- the position of an evaluation is its mean optimizer step over the arm's seeds where the rows have
-  steps (`unit` "steps"), else its grid time in seconds (`unit` "s");
-- t(L) = the position of the first evaluation at which the mean curve is >= L (inf: never);
-- speed-up(L) = t_baseline(L) / t_pods(L);
-- default levels: `fractions` of the baseline's rise from its start (its mean at t = 0; without t = 0
-  rows, its first evaluation) to its peak (1.0 = the peak itself). Those move with the budget as the
-  peak does; pass `levels` to compare budgets;
-- "pooled": the baseline's steps summed over the levels below the peak / the same sum for PODS (one
-  number for the climb). The peak level is left out of the pool: the baseline reaches its own peak at
-  the argmax of its noisy mean curve, and that level's steps, the largest, would dominate the sum with a
-  bias no interval holds. With absolute `levels`, the pool holds the levels the baseline reaches in every
-  resample (one it can miss leaves the pool; `n_levels` says how many stayed).
-Intervals (pods.analysis.intervals.levels_interval): each arm's seeds resampled on their own, the levels
-RECOMPUTED in every resample from that resample's baseline (fractions), so the baseline reaches each in
-every resample; a resample in which PODS misses a level counts as a speed-up of 0 (`p_pods_never`), one in
-which the baseline misses an absolute level as +inf (`p_baseline_never`); the expanded percentile interval
-(simulated coverage >= 93% from 5 seeds per arm; none below, `note` says why); `cond_low`/`cond_high`: the
-interval over the resamples in which both arms reach the level.
+- the position of an evaluation: its mean optimizer step over the arm's seeds (`unit` "steps"), else
+  its grid time in seconds (`unit` "s"); t(L): the position of the first evaluation >= L (inf: never);
+  speed-up(L) = t_baseline(L) / t_pods(L);
+- default levels: `fractions` of the baseline's rise from its start (its mean at t = 0, else its first
+  evaluation) to its peak (1.0 = the peak); pass `levels` to compare budgets;
+- "pooled": the baseline's steps summed over the levels below the peak / the same sum for PODS; with
+  absolute `levels`, over those the baseline reaches in every resample (`n_levels`).
+Intervals: pods.analysis.intervals.levels_interval (docs/design.md#intervals-over-seeds).
 """
 
 from __future__ import annotations

@@ -1,32 +1,18 @@
 """Time-to-peak, the seed bootstrap, the speed-up table (Table 3) and its comparisons.
 
-This module owns the speed-up statistics on tidy curves (pods.analysis.tidy; the mean curve over seeds
-with its SEM band: pods.analysis.curves; the baseline's plateau columns: pods.analysis.plateau):
-time-to-peak and the four speed-ups with their intervals over seeds, seconds per step, which arms a
-setting compares (`Comparison`: the run sheet's roles, or the paper sheet for the released logs), the
-paper hardware's clock (`paper_clock`: the released logs, else `cost_model()`), and the CSV / Markdown /
-LaTeX tables (`write_table`).
+This module owns the speed-up statistics on tidy curves (pods.analysis.tidy; mean curves:
+pods.analysis.curves; the baseline's plateau columns: pods.analysis.plateau; the paper hardware's
+seconds: pods.analysis.paper_clock): time-to-peak and the four speed-ups with their intervals over
+seeds, seconds per step, which arms a setting compares (`Comparison`: the run sheet's roles, or the
+paper sheet for the released logs), the CSV / Markdown / LaTeX tables (`write_table`) and the
+`time-to-peak` command.
 
 Time-to-peak (arXiv 2504.13818 App. A.4; docs/paper.md#time-to-peak): on the mean-over-seeds curve at the
-evaluation grid, with t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods,
-the first grid times at which each mean curve is >= T. Hence it is quantized by the grid. If PODS never
-reaches T within its budget, t_pods = inf: the point is "never" in the tables (`note` says so). Beside
-this eval-grid speed-up the table has three more to the same target: (i) optimizer steps (curves'
-`step`), (ii) training seconds on this machine (each arm's mean training time at its crossing
-evaluation), (iii) training seconds on the paper's hardware for (i)'s steps (`paper_clock`).
-
-Intervals (pods.analysis.intervals): each arm's seeds are resampled on their own; every resample
-recomputes both mean curves, the baseline's peak and target; a resample in which PODS never reaches the
-target counts as a speed-up of 0 (`p_pods_never` is their share, printed beside every interval; the
-interval over the others is in the `*_cond_*` columns, conditional on reaching); the interval is the
-expanded percentile (simulated coverage >= 93% from 5 seeds per arm, where plain percentiles under-cover),
-and below 5 seeds per arm none is given. The baseline always reaches its own target unless its curve is
-empty, which is an error. A comparison whose baseline or PODS arm has no runs is refused, naming the
-setting and the arm.
-
-Departures from the authors' scripts: none in the points. The printed speed-up is the exact ratio
-truncated to one decimal, which is how the paper prints 28/16 = 1.75 as "1.7x" (`speedup`); the
-exact ratio is `speedup_exact`.
+evaluation grid, t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods, the
+first grid times at which each mean curve is >= T; "never" where PODS does not reach T. Beside it, to the
+same target: (i) optimizer steps, (ii) training seconds on this machine, (iii) training seconds on the
+paper's hardware for (i)'s steps. Intervals, censoring and the departures from the authors' scripts:
+docs/design.md#intervals-over-seeds.
 """
 
 from __future__ import annotations
