@@ -296,7 +296,7 @@ RELEASED_MANIFEST = "pods/analysis/released_logs.sha256"  # SHA-256 of every rel
 # released_logs: none -> no authors' logs at all (an offline machine without a copy): the `all`
 # target leaves out their re-analysis, and speed-up (iii) takes the paper hardware's s/step from
 # the paper's values (docs/paper.md#seconds-per-step) and the cost model
-# (pods.analysis.speedups.paper_seconds_per_step).
+# (pods.analysis.paper_clock.paper_seconds_per_step).
 RELEASED_OFF = isinstance(config["released_logs"], str) and config["released_logs"].strip().lower() == "none"
 
 

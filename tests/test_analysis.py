@@ -19,14 +19,13 @@ import pytest
 from pods.analysis.cli import main as analysis_main
 from pods.analysis.collect import load_run_steps, load_runs
 from pods.analysis.curves import mean_curve
+from pods.analysis.paper_clock import cost_model, paper_clock
 from pods.analysis.plateau import baseline_plateau_share
 from pods.analysis.released import read_released
 from pods.analysis.speedups import (
     Comparison,
     bootstrap_speedup,
-    cost_model,
     default_comparisons,
-    paper_clock,
     printed_speedup,
     released_comparisons,
     seconds_per_step,
@@ -950,7 +949,7 @@ def test_plateau_table_prints_the_t_intervals_and_keeps_the_trend_s_interval_whe
 def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_the_cost_model():
     """released_logs: none: (a), (e), (f) take the released runs' s/step the package records, the others the
     cost model."""
-    from pods.analysis.speedups import paper_seconds_per_step
+    from pods.analysis.paper_clock import paper_seconds_per_step
 
     # (a): the n sweep's 16/16 and 64/16 values on 1 L40S, as the released logs give them.
     base, pods_, source = paper_seconds_per_step("a", None)

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from pods.analysis.cli import main as analysis_main
-from pods.analysis.collect import _collect, load_runs
+from pods.analysis.collect import collect_runs, load_runs
 from pods.analysis.released import read_released
 from pods.analysis.speedups import Comparison, released_comparisons, speedup_table
 from pods.analysis.tidy import AnalysisInputError, read_curves
@@ -119,7 +119,7 @@ def test_two_runs_of_the_same_arm_and_seed_are_refused_not_averaged(tmp_path):
     H.write_run(tmp_path / "one", "a_x", 4, 4, 1, [0.1, 0.2])  # another seed: fine
     load_runs(tmp_path / "one")
     with pytest.raises(AnalysisInputError, match=rf"{a} and {b} are the same arm and seed.*'seed': 0"):
-        _collect(None, run_dirs=[a, b])
+        collect_runs(None, run_dirs=[a, b])
 
 
 @pytest.mark.parametrize(

@@ -352,13 +352,13 @@ def test_a_folder_given_as_a_table_is_one_line(table, tmp_path, capsys):
 
 
 def test_out_dir_that_is_a_file_is_refused_before_any_computation(table, tmp_path, capsys, monkeypatch):
-    import pods.analysis.cli as cli
+    from pods.analysis import collect, speedups
 
     def no_computation(*args, **kwargs):
         raise AssertionError("the computation ran before the output folder was checked")
 
-    monkeypatch.setattr(cli, "speedup_table", no_computation)
-    monkeypatch.setattr(cli, "_collect", no_computation)
+    monkeypatch.setattr(speedups, "speedup_table", no_computation)
+    monkeypatch.setattr(collect, "collect_runs", no_computation)
     (tmp_path / "a_file").write_text("x")
     for argv in (
         ["time-to-peak", "--curves", table / "curves.csv"],

@@ -15,6 +15,7 @@ literal name. A new module of pods/ must be placed in exactly one part below; an
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -220,3 +221,16 @@ def test_the_light_analysis_modules_load_without_pandas():
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_the_module_map_lists_every_analysis_module():
+    """docs/design.md's module map has a row for every module of pods/analysis/, and each it names exists."""
+    text = (REPO / "docs" / "design.md").read_text()
+    section = text.split("## Module map", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `pods/analysis/")]
+    listed = {name for cell in first_cells for name in re.findall(r"`(pods/analysis/[\w/]+\.py)`", cell)}
+    present = {p.relative_to(REPO).as_posix() for p in (REPO / "pods" / "analysis").glob("*.py")}
+    assert not present - listed, f"add a row to docs/design.md's module map for {sorted(present - listed)}"
+    assert not listed - present, (
+        f"docs/design.md's module map names modules that do not exist: {sorted(listed - present)}"
+    )

@@ -152,16 +152,3 @@ def test_an_arm_s_interval_is_the_t_interval_of_its_own_seeds_shares():
     assert list(with_other["n"]) == [8, 16]
     assert list(with_other.iloc[1][cols]) == list(alone[cols])
     assert list(with_other.iloc[0][cols]) == pytest.approx(list(alone[cols]))
-
-
-def test_arm_rng_is_keyed_by_the_configuration_not_its_number_type():
-    import numpy as np
-
-    from pods.analysis.tidy import arm_rng
-
-    def draws(*key):
-        return arm_rng(0, *key).integers(0, 1000, 5).tolist()
-
-    assert draws("a", 64, 16, "max_variance") == draws("a", 64.0, np.int64(16), "max_variance")
-    assert draws("a", 64, 16, "max_variance") != draws("a", 64, 8, "max_variance")
-    assert draws("a", 64, 16, "max_variance") != arm_rng(1, "a", 64, 16, "max_variance").integers(0, 1000, 5).tolist()

@@ -71,7 +71,7 @@ def test_each_simulated_and_the_measured_interval_is_the_time_to_peak_table_s_ex
     percentile of the same resamples is narrower: this projection used to report it (over resamples in which
     PODS reached the target)."""
     from pods.analysis import intervals, power
-    from pods.analysis.curves import _arm as arm_of
+    from pods.analysis.curves import arm_matrices as arm_of
 
     curves = _curves(helpers, sigma_eval=0.03)
     steps_T = np.array(STEPS, float)

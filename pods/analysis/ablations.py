@@ -46,10 +46,10 @@ from pathlib import Path
 import pandas as pd
 
 from pods import registry
-from pods.analysis import intervals
-from pods.analysis.curves import _fmt, primary_dataset
+from pods.analysis import command, intervals
+from pods.analysis.curves import fmt_cell, primary_dataset
 from pods.analysis.speedups import main_comparison
-from pods.analysis.tidy import AnalysisInputError, arm_label, select
+from pods.analysis.tidy import AnalysisInputError, arm_label, check_grids, read_curves, select
 
 GROUPS = ("n sweep", "m sweep", "rule", "normalisation")
 RULE_ORDER = ("max_variance", "max_reward", "random", "percentile")
@@ -241,8 +241,8 @@ def _cell(row) -> str:
 def _axis_text(rows: pd.DataFrame) -> str:
     r = rows.iloc[0]
     if r["axis"] == "time_s":
-        return f"hours {_fmt(r['window_from'] / 3600, 1)}-{_fmt(r['span'] / 3600, 1)}"
-    return f"steps {_fmt(r['window_from'], 0)}-{_fmt(r['span'], 0)}"
+        return f"hours {fmt_cell(r['window_from'] / 3600, 1)}-{fmt_cell(r['span'] / 3600, 1)}"
+    return f"steps {fmt_cell(r['window_from'], 0)}-{fmt_cell(r['span'], 0)}"
 
 
 def write_ablation_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
@@ -302,3 +302,39 @@ def write_ablation_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     )
     paths[1].write_text("\n".join(md) + "\n")
     return paths
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis ablations
+
+window_type = command.option_type(
+    float,
+    lambda x: 0 < x <= 1,
+    "{text}: the window is a share of the span, in (0, 1], e.g. 0.5",
+    "{text!r} is not a number: pass a share in (0, 1], e.g. 0.5",
+)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--curves", help="a curves.csv written by collect (our runs, read per optimizer step)")
+    p.add_argument("--released", help="a curves.csv written by released (the authors' logs, per hour and per step)")
+    p.add_argument("--out-dir", required=True, help="where ablations.csv and ablations.md are written")
+    p.add_argument("--setting", nargs="+", help="only these settings (letters)")
+    p.add_argument(
+        "--window", type=window_type, default=0.5,
+        help="average each seed over this last share of the span every arm reaches (default 0.5)",
+    )  # fmt: skip
+    p.add_argument("--metric", help=command.METRIC_HELP)
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    if not (args.curves or args.released):
+        raise AnalysisInputError("pass --curves (our runs), --released (the authors' logs) or both")
+    ours = command.read_until(args) if args.curves else None
+    theirs = read_curves(args.released) if args.released else None
+    if theirs is not None:
+        check_grids(theirs, args.released)
+    command.check_settings(args.setting, ours, theirs, source=" and ".join(filter(None, (args.curves, args.released))))
+    table = ablation_table(ours, theirs, args.setting, args.window, args.metric, args.n_boot, args.boot_seed)
+    return command.report(out, "ablations", write_ablation_table(table, out / "ablations"))

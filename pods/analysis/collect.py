@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pods import registry
+from pods.analysis import command
 from pods.analysis.gradsignal import SIGNAL_METRICS
 from pods.analysis.tidy import (
     CURVE_COLUMNS,
@@ -26,15 +28,15 @@ from pods.analysis.tidy import (
     METRICS,
     STEP_COLUMNS,
     AnalysisInputError,
-    _fraction,
-    _ident,
-    _load_json,
-    _number,
-    _row,
-    _step_ident,
-    _tidy,
+    as_fraction,
+    as_number,
+    curve_row,
+    load_json,
+    run_ident,
     setting_letter,
     sheet_roles,
+    step_ident,
+    tidy_frame,
 )
 from pods.runlog import RunLogger
 
@@ -88,8 +90,22 @@ def _check_finished(run_dir: Path) -> None:
             raise AnalysisInputError(str(e)) from None
 
 
+def _read_metrics(run_dir: Path) -> pd.DataFrame:
+    """A run's metrics.jsonl, each row checked: step, time_s, the shares of SIGNAL_METRICS."""
+    mrecs = _read_jsonl(run_dir / "metrics.jsonl")
+    for line, rec in mrecs:
+        where = f"{run_dir / 'metrics.jsonl'} line {line}"
+        for key in ("step", "time_s"):
+            if key not in rec:
+                raise AnalysisInputError(f"{where}: missing key {key!r}")
+            as_number(rec[key], where, key)
+        for key in SIGNAL_METRICS:  # shares of the step's prompts (None / NaN: not logged that step)
+            _share(rec.get(key), where, key)
+    return pd.DataFrame([rec for _, rec in mrecs])
+
+
 def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -> tuple[list, dict]:
-    cfg = _load_json(run_dir / "config.json", ": the trainer writes it first; rerun the run")
+    cfg = load_json(run_dir / "config.json", ": the trainer writes it first; rerun the run")
     if not isinstance(cfg, dict) or not isinstance(cfg.get("rollout"), dict):
         raise AnalysisInputError(
             f"{run_dir / 'config.json'}: expected the trainer's resolved config (a `rollout` section)"
@@ -103,7 +119,7 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
     letter = setting_letter(name, letters) or name
     # The run directory is {setting}/{run name}/seed~{seed}: its row of the sheet gives the role.
     role = roles.get((letter, run_dir.parent.name), "")
-    ident = _ident(letter, name, n, m, rule, normalize, ga, int(cfg.get("seed", 0)), datasets[0], role)
+    ident = run_ident(letter, name, n, m, rule, normalize, ga, int(cfg.get("seed", 0)), datasets[0], role)
     # Grid: wall-clock (eval.every_s, the paper's) or steps (eval.every_steps, deterministic tests;
     # seeds are then aligned by step and time_s stays the logged time).
     every_steps = ev.get("every_steps")
@@ -122,30 +138,21 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
         missing = [k for k in ("time_s", "dataset") if k not in rec]
         if missing:
             raise AnalysisInputError(f"{where}: missing key(s) {missing}; eval.jsonl rows are written by the trainer")
-        t, step = _number(rec["time_s"], where, "time_s"), int(_number(rec.get("step", 0), where, "step"))
+        t, step = as_number(rec["time_s"], where, "time_s"), int(as_number(rec.get("step", 0), where, "step"))
         k, t_grid = grid_of(t, step)
         if (k, rec["dataset"]) in seen:  # e.g. a final evaluation off the grid: keep the first
             continue
         seen.add((k, rec["dataset"]))
         for metric in METRICS:
             if rec.get(metric) is not None:
-                check = _fraction if metric in FRACTION_METRICS else _number
+                check = as_fraction if metric in FRACTION_METRICS else as_number
                 value = check(rec[metric], where, metric)
-                rows.append(_row(ident, k, t_grid, t, step, rec["dataset"], metric, value, run_dir))
-    step_row = {**_step_ident(ident), "source": str(run_dir)}
+                rows.append(curve_row(ident, k, t_grid, t, step, rec["dataset"], metric, value, run_dir))
+    step_row = {**step_ident(ident), "source": str(run_dir)}
     policy = (cfg.get("meta") or {}).get("policy")
     if isinstance(policy, dict) and policy.get("weights_sha256"):
         step_row["policy_sha256"] = str(policy["weights_sha256"])
-    mrecs = _read_jsonl(run_dir / "metrics.jsonl")
-    for line, rec in mrecs:
-        where = f"{run_dir / 'metrics.jsonl'} line {line}"
-        for key in ("step", "time_s"):
-            if key not in rec:
-                raise AnalysisInputError(f"{where}: missing key {key!r}")
-            _number(rec[key], where, key)
-        for key in SIGNAL_METRICS:  # shares of the step's prompts (None / NaN: not logged that step)
-            _share(rec.get(key), where, key)
-    mdf = pd.DataFrame([rec for _, rec in mrecs])
+    mdf = _read_metrics(run_dir)
     if mdf.empty:
         return rows, step_row
     step_row.update(time_s=float(mdf["time_s"].iloc[-1]), steps=int(mdf["step"].iloc[-1]))
@@ -167,12 +174,12 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
             t_last, step_last = float(grp["time_s"].iloc[-1]), int(grp["step"].iloc[-1])
             t_grid = grid_of(t_last, step_last, ceil=True)[1]
             value = float(grp[metric].mean())
-            rows.append(_row(ident, k, t_grid, t_last, step_last, "train", metric, value, run_dir))
+            rows.append(curve_row(ident, k, t_grid, t_last, step_last, "train", metric, value, run_dir))
     _check_finished(run_dir)  # after the analysis's own reading, whose messages are more specific
     return rows, step_row
 
 
-def _collect(
+def collect_runs(
     root: str | Path | None,
     letters: Mapping[str, str] | None = None,
     sheet: str | Path | None = None,
@@ -210,7 +217,7 @@ def _collect(
         raise AnalysisInputError(f"every eval.jsonl under {root} is empty: {how}")
     steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
     steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
-    return _tidy(pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)), steps
+    return tidy_frame(pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)), steps
 
 
 def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:
@@ -263,18 +270,53 @@ def load_runs(
     `setting_letter(config.setting, letters)`; the role from the run `sheet` (the row whose run name
     is the run's directory name). Unfinished runs (no summary.json) are included.
     """
-    return _collect(root, letters, sheet)[0]
+    return collect_runs(root, letters, sheet)[0]
 
 
 def load_runs_at(
     run_dirs: Sequence[str | Path], letters: Mapping[str, str] | None = None, sheet: str | Path | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Curves and steps tables of exactly these run directories (the workflow's runs of its sheet)."""
-    return _collect(None, letters, sheet, run_dirs)
+    return collect_runs(None, letters, sheet, run_dirs)
 
 
 def load_run_steps(
     root: str | Path, letters: Mapping[str, str] | None = None, sheet: str | Path | None = None
 ) -> pd.DataFrame:
     """One row per run (STEP_COLUMNS): s/step, generation/update split, mean training length."""
-    return _collect(root, letters, sheet)[1]
+    return collect_runs(root, letters, sheet)[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis collect
+
+
+def add_arguments(p) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--runs", help="every run directory under this folder")
+    which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="exactly these run directories (the workflow's)")
+    p.add_argument("--out-dir", required=True, help="where curves.csv and steps.csv are written")
+    p.add_argument("--letters", help="NAME=LETTER,... paper letter of setting names not ending in _a.._f")
+    p.add_argument("--sheet", help="run sheet: its `role` column marks each setting's baseline and PODS runs")
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    curves, steps = collect_runs(args.runs, parse_letters(args.letters), args.sheet, args.run_dirs)
+    return command.wrote([command.write_csv(curves, out / "curves.csv"), command.write_csv(steps, out / "steps.csv")])
+
+
+def parse_letters(text: str | None) -> dict[str, str]:
+    """The --letters option: NAME=LETTER,... -> {setting name: paper letter}."""
+    if not text:
+        return {}
+    out = {}
+    for item in text.split(","):
+        name, sep, letter = item.partition("=")
+        if not sep or letter not in registry.SETTINGS:
+            raise AnalysisInputError(
+                f"--letters item {item!r}: write NAME=LETTER with LETTER one of {', '.join(registry.SETTINGS)}, "
+                "e.g. --letters tiny_gsm8k=a,tiny_llama=b"
+            )
+        out[name.strip()] = letter
+    return out

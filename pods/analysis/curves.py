@@ -1,7 +1,7 @@
 """Mean curves over seeds and the per-arm matrices under every statistic on tidy curves (pods.analysis.tidy).
 
 The mean curve over seeds with its SEM band (`mean_curve`), the first grid point at which a curve reaches
-a target (`_first_index`, `_first_reach`), one arm's runs as matrices over (seed, grid point) (`_arm`) and
+a target (`first_index`, `first_time`), one arm's runs as matrices over (seed, grid point) (`arm_matrices`) and
 their bootstrap means over resampled seeds, the percentile interval, an arm's label and a setting's primary
 test set. pods.analysis.plateau and pods.analysis.speedups build on them.
 """
@@ -46,22 +46,22 @@ def mean_curve(df: pd.DataFrame, keys: Sequence[str] | None = None) -> pd.DataFr
     return out.drop(columns="std")
 
 
-def _as_series(curve) -> pd.Series:
+def as_series(curve) -> pd.Series:
     if isinstance(curve, pd.DataFrame):
         curve = curve.set_index("time_s")["mean"]
     s = pd.Series(curve, dtype=float).dropna().sort_index()
     return s[s.index > 0]  # t = 0 is the base model: excluded (compute_pods_speedup_99)
 
 
-def _first_index(values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
+def first_index(values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
     """Index of the first grid point at which each row is >= its target; -1 where it never is."""
     hit_B_T = values_B_T >= target_B[:, None]  # NaN never counts
     return np.where(hit_B_T.any(axis=1), hit_B_T.argmax(axis=1), -1)
 
 
-def _first_reach(times_T: np.ndarray, values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
+def first_time(times_T: np.ndarray, values_B_T: np.ndarray, target_B: np.ndarray) -> np.ndarray:
     """First time at which each row is >= its target; inf where it never is (NaN never counts)."""
-    first_B = _first_index(values_B_T, target_B)
+    first_B = first_index(values_B_T, target_B)
     return np.where(first_B >= 0, times_T[np.maximum(first_B, 0)], np.inf)
 
 
@@ -70,7 +70,7 @@ def _first_reach(times_T: np.ndarray, values_B_T: np.ndarray, target_B: np.ndarr
 
 
 @dataclass(frozen=True)
-class _Arm:
+class ArmMatrices:
     """One arm's runs as matrices over (seed S, grid point T > 0): values, optimizer steps, each seed's
     training seconds and steps at the end of the run (for seconds per step) and its training seconds at
     each evaluation (`elapsed_S_T`, for the time to a target)."""
@@ -84,7 +84,7 @@ class _Arm:
     elapsed_S_T: np.ndarray | None = None
 
 
-def _arm(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> _Arm:
+def arm_matrices(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> ArmMatrices:
     runs = runs[runs["time_s"] > 0]
     wide = runs.pivot_table(index="seed", columns="grid", values="value", aggfunc="first")
     if "step" in runs.columns:
@@ -99,7 +99,7 @@ def _arm(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> _Arm:
     if run_steps is not None and len(run_steps):
         per_seed = run_steps.groupby("seed")[["time_s", "steps"]].mean().reindex(wide.index)
         run_time, run_steps_n = per_seed["time_s"].to_numpy(float), per_seed["steps"].to_numpy(float)
-    return _Arm(
+    return ArmMatrices(
         wide.index.to_numpy(),
         times.to_numpy(float),
         wide.to_numpy(float),
@@ -110,13 +110,7 @@ def _arm(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> _Arm:
     )
 
 
-def _seed_matrix(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(times_T, values_S_T) for one arm's tidy rows of a single metric/dataset; NaN = missing."""
-    arm = _arm(runs)
-    return arm.times_T, arm.values_S_T
-
-
-def _bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
+def bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
     pick_B_S_T = values_S_T[idx_B_S]
     count_B_T = np.sum(~np.isnan(pick_B_S_T), axis=1)
     total_B_T = np.nansum(pick_B_S_T, axis=1)
@@ -124,27 +118,17 @@ def _bootstrap_means(values_S_T: np.ndarray, idx_B_S: np.ndarray) -> np.ndarray:
         return np.where(count_B_T > 0, total_B_T / count_B_T, np.nan)
 
 
-def _at(matrix_B_T: np.ndarray, first_B: np.ndarray) -> np.ndarray:
+def value_at(matrix_B_T: np.ndarray, first_B: np.ndarray) -> np.ndarray:
     """matrix[b, first[b]], NaN where first[b] = -1 (never reached)."""
     picked = matrix_B_T[np.arange(len(first_B)), np.maximum(first_B, 0)]
     return np.where(first_B >= 0, picked, np.nan)
-
-
-def _interval(samples_B: np.ndarray, ci: float) -> tuple[float, float]:
-    """Percentile interval over the resamples with a number (PODS reached the target)."""
-    finite = samples_B[np.isfinite(samples_B)]
-    if finite.size == 0:
-        return math.nan, math.nan
-    alpha = (1 - ci) / 2
-    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
-    return float(lo), float(hi)
 
 
 # ----------------------------------------------------------------------------------------------
 # arms, settings and table cells
 
 
-def _label(sel: Mapping) -> str:
+def selector_label(sel: Mapping) -> str:
     parts = [str(sel.get("arm", "?"))]
     parts += [f"{k}={sel[k]}" for k in ("n", "m", "grad_accum") if k in sel]
     return " ".join(parts)
@@ -157,7 +141,7 @@ def primary_dataset(df: pd.DataFrame, setting: str) -> str:
     return str(prim.mode().iloc[0]) if not prim.empty else str(sub["dataset"].mode().iloc[0])
 
 
-def _fmt(x, digits=2) -> str:
+def fmt_cell(x, digits=2) -> str:
     if isinstance(x, float | np.floating):
         if math.isnan(x):
             return "-"

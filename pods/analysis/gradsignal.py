@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.analysis import intervals
-from pods.analysis.curves import _label
+from pods.analysis import command, intervals
+from pods.analysis.curves import selector_label
 from pods.analysis.tidy import SHARE_METRICS, AnalysisInputError
 
 SIGNAL_METRICS = SHARE_METRICS
@@ -126,7 +126,7 @@ def write_signal_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
         ci = f" [{_pct(lo)}, {_pct(hi)}]" if np.isfinite(r.kept_zero_ci_low) else ""
         quarters = " / ".join(_pct(getattr(r, f"kept_zero_q{q + 1}")) for q in range(QUARTERS))
         lines.append(
-            f"| {r.setting} | {_label({'arm': r.arm, 'n': r.n, 'm': r.m, 'grad_accum': r.grad_accum})} | {r.rule} / {r.normalize} | {r.role or '-'} | {r.seeds} | {r.steps} "
+            f"| {r.setting} | {selector_label({'arm': r.arm, 'n': r.n, 'm': r.m, 'grad_accum': r.grad_accum})} | {r.rule} / {r.normalize} | {r.role or '-'} | {r.seeds} | {r.steps} "
             f"| {_pct(r.kept_zero_share)}{ci} | {quarters} | {_pct(r.generated_zero_share)} |"
         )
     lines += [
@@ -143,3 +143,20 @@ def write_signal_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     ]
     md.write_text("\n".join(lines))
     return [csv, md]
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis signal
+
+
+def add_arguments(p) -> None:
+    p.add_argument(
+        "--curves", required=True, help="a curves.csv written by collect (our runs; the released logs have none)"
+    )
+    p.add_argument("--out-dir", required=True, help="where signal.csv and signal.md are written")
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    table = signal_table(command.read_until(args), args.n_boot, args.boot_seed)
+    return command.report(out, "signal", write_signal_table(table, out / "signal"))

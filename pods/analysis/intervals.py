@@ -1,60 +1,36 @@
 """Confidence intervals over seeds for the analysis tables, chosen by their coverage at few seeds.
 
-Every table statistic is computed from two arms' evaluations (baseline GRPO and PODS), each a matrix
-values_S_T (seed x evaluation grid point, accuracy in [0, 1]); the interval says how far the statistic
-could move were the seeds drawn again. Which interval holds its nominal 95% at 3-64 seeds per arm was
-settled by simulating experiments with a known truth (rising, saturating curves with seed effects and
-evaluation noise of the tiny and the paper runs; the truth is the statistic on the population mean
-curves); tests/test_intervals.py repeats the check at 3, 5, 10 and 64 seeds. The recommended intervals:
+Each statistic is computed from two arms' evaluation matrices values_S_T (seed x grid point); its interval
+says how far it could move were the seeds drawn again. The recommended intervals, by simulated coverage
+(docs/design.md#intervals-over-seeds; tests/test_intervals.py repeats the check):
 
-- means and differences of means of per-seed numbers (an arm's window mean, an ablation arm's minus
-  the reference's, a share of zero-variance steps, the baseline's second-half trend): the Student /
-  Welch t-interval (`mean_interval`, `mean_diff_interval`, `trend_interval`). The percentile bootstrap
-  of the same means covers about 80% at 3 seeds and 87-91% at 5-8: a resample of n seeds has
-  (n - 1) / n of their variance, and a normal quantile ignores that the variance itself is estimated;
-- speed-ups of first-reach steps (`ratio_interval`: steps to 0.99 x the baseline's peak;
-  `levels_interval`: steps to fractions of the baseline's rise, and their pooled ratio): the expanded
-  percentile bootstrap, each arm's seeds resampled on their own. "Expanded": the bootstrap distribution
-  is read at the tail share at which a normal quantile equals sqrt(n / (n - 1)) x t_{n-1}'s (0.1% at 5
-  seeds, 0.6% at 8, 1.4% at 16, 2.2% at 64, n: the smaller arm), which makes up for the same two
-  shortfalls, and more: it is conservative, covering 99-99.8% at nominal 95% from 5 to 64 seeds (the
-  statistic is a ratio of grid steps, and an interval that ends on the true grid point covers it).
-  Given from MIN_SEEDS_SPEEDUP (5) seeds per arm: at 3 no method held 93% everywhere.
-  The levels are recomputed in every resample, and their pool leaves the peak level out (`pool_peak`);
-- the late gain (`late_gain_interval`: a difference of maxima of one arm's noisy mean curve): the
-  jackknife t-interval; its bootstrap intervals under-cover at 3 seeds.
+- means and differences of per-seed numbers: Student / Welch t (`mean_interval`, `mean_diff_interval`,
+  `trend_interval`);
+- speed-ups of first-reach steps (`ratio_interval`, `levels_interval`): the expanded percentile bootstrap,
+  each arm's seeds resampled on their own, from MIN_SEEDS_SPEEDUP seeds per arm; a resample in which PODS
+  never reaches the target counts as 0 (`never_share`), `cond_low` / `cond_high` are the interval over the
+  resamples in which both arms reached it;
+- the late gain (`late_gain_interval`): the jackknife t-interval.
 
-Censoring. A resample in which PODS never reaches the target has speed-up 0: it is ordered below
-every reached ratio (the statistic is "at most what the budget shows") and it counts; `never_share`
-is their share. A resample in which the baseline never reaches a level (absolute `levels` only) has
-speed-up +inf; one in which neither does counts as 0 for the lower end and +inf for the upper.
-`cond_low` / `cond_high` are the interval over the resamples in which both reached it: conditional on
-reaching, to be labelled so wherever printed.
-
-The other methods (percentile, basic, BCa, jackknife-t for the speed-ups, bootstrap-t) stay selectable
-through `method` for comparisons; the simulation found each short of 93% somewhere. Every function is
-deterministic given its numpy Generator and depends on numpy alone: the resamples are
-rng.integers(0, S, (n_boot, S)) of the baseline's seeds, then of PODS's (the draws of the speed-up
-table's bootstrap). Arrays may carry one leading batch axis (E experiments: values E x S x T), which
-the coverage test uses; results are then arrays of length E.
+`method` also takes "percentile" and "jackknife_t" for the speed-ups; the methods the study compared and
+found short (basic, BCa, bootstrap-t) live beside it in tests/interval_methods.py. Every function is
+deterministic given its numpy Generator and depends on numpy alone; arrays may carry one leading batch
+axis (E experiments), which the coverage test uses.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-METHODS = ("percentile", "basic", "expanded", "bca", "jackknife_t", "studentized")
-RECOMMENDED = {
-    "ratio": "expanded",  # ratio_interval
-    "levels": "expanded",  # levels_interval
-    "late_gain": "jackknife_t",  # late_gain_interval
-    "mean": "t",  # mean_interval, trend_interval
-    "mean_diff": "welch",  # mean_diff_interval
-}
+METHODS = (
+    "percentile",
+    "expanded",
+    "jackknife_t",
+)  # the others compared by the coverage study: tests/interval_methods.py
 DEFAULT_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0)
 MIN_SEEDS_SPEEDUP = 5
 """Seeds per arm below which `ratio_interval` and `levels_interval` give no interval (NaN and a `note`).
@@ -415,45 +391,6 @@ def expanded_mc_error(samples: np.ndarray, ci: float, n: int) -> np.ndarray:
     return np.maximum(lo, hi)
 
 
-def basic_ends(samples, point, ci: float, log: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Basic (reflected) bootstrap: 2 point - q_{1-a}, 2 point - q_a; on the log scale for ratios."""
-    lo, hi = percentile_ends(samples, ci)
-    if log:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return point**2 / hi, np.where(lo > 0, point**2 / np.where(lo > 0, lo, 1.0), np.inf)
-    return 2 * point - hi, 2 * point - lo
-
-
-def _acceleration(jack_groups: Sequence[np.ndarray]) -> np.ndarray:
-    """BCa acceleration from leave-one-seed-out values of each independent arm ((E, n) each)."""
-    num = 0.0
-    den = 0.0
-    for jack in jack_groups:
-        n = jack.shape[-1]
-        u = (n - 1) * (jack.mean(axis=-1, keepdims=True) - jack)
-        num = num + (u**3).sum(axis=-1) / n**3
-        den = den + (u**2).sum(axis=-1) / n**2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        a = num / (6.0 * den**1.5)
-    return np.where(np.isfinite(a), a, 0.0)
-
-
-def bca_ends(samples, point, jack_groups, ci: float) -> tuple[np.ndarray, np.ndarray]:
-    """Bias-corrected and accelerated percentile interval (ties with the point count half)."""
-    b = samples.shape[-1]
-    p0 = (np.sum(samples < point[..., None], axis=-1) + 0.5 * np.sum(samples == point[..., None], axis=-1)) / b
-    p0 = np.clip(p0, 0.5 / b, 1 - 0.5 / b)
-    z0 = np.vectorize(normal_quantile)(p0)
-    a = _acceleration([np.where(np.isfinite(j), j, np.nan) for j in jack_groups])
-    a = np.where(np.isfinite(a), a, 0.0)
-    za = normal_quantile((1.0 - ci) / 2.0)
-    ends = []
-    for z in (za, -za):
-        w = z0 + (z0 + z) / (1.0 - a * (z0 + z))
-        ends.append(np.vectorize(normal_cdf)(w))
-    return _both_ends(samples, ends[0], 1.0 - ends[1])
-
-
 def jackknife_se(jack_groups: Sequence[np.ndarray]) -> np.ndarray:
     """sqrt(sum over arms of (n - 1) / n x sum_i (theta_(i) - mean)^2); inf where a value is not finite."""
     var = 0.0
@@ -478,17 +415,6 @@ def jackknife_t_ends(point, jack_groups, ci: float, log: bool) -> tuple[np.ndarr
             return np.where(ok, np.exp(lp - q * se), 0.0), np.where(ok, np.exp(lp + q * se), np.inf)
     se = jackknife_se(jack_groups)
     return point - q * se, point + q * se
-
-
-def studentized_ends(samples, point, boot_se, se, ci: float) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap-t: point - q_{1-a}(t*) se, point - q_a(t*) se with t* = (theta* - point) / se*
-    (se*: the jackknife SE inside each resample; 0 / 0 counts as unbounded on both sides)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = (samples - point[..., None]) / boot_se
-    a = (1.0 - ci) / 2.0
-    t_lo = _order_stat(np.where(np.isnan(t), -np.inf, t), a, upper=False)
-    t_hi = _order_stat(np.where(np.isnan(t), np.inf, t), a, upper=True)
-    return point - t_hi * se, point - t_lo * se
 
 
 # ----------------------------------------------------------------------------------------------
@@ -526,16 +452,12 @@ def _ratio_ends(method, point, boot, jack_b, jack_p, ci, n):
     if method in ("percentile", "expanded"):
         lo, hi = percentile_ends(boot, ci) if method == "percentile" else expanded_ends(boot, ci, n)
         return np.maximum(lo, 0.0), hi  # an undefined resample (NaN) sits at 0 for the lower end
-    if method == "basic":
-        return basic_ends(boot, point, ci, log=True)
-    if method == "bca":
-        return bca_ends(boot, point, [jack_b, jack_p], ci)
     if method == "jackknife_t":
         return jackknife_t_ends(point, [jack_b, jack_p], ci, log=True)
-    raise ValueError(f"method={method!r}: a speed-up interval is one of percentile, expanded, basic, bca, jackknife_t")
+    raise ValueError(f"method={method!r}: a speed-up interval is one of {', '.join(METHODS)}")
 
 
-def _conditional(method, boot, ci, n):
+def conditional_ends(method, boot, ci, n):
     """The percentile / expanded interval over the resamples in which both arms reached (finite, > 0);
     NaN where none did. Other methods read the expanded quantiles."""
     reached = np.isfinite(boot) & (boot > 0)
@@ -549,7 +471,7 @@ def _conditional(method, boot, ci, n):
     return np.where(count > 0, lo, np.nan), np.where(count > 0, hi, np.nan)
 
 
-def _check_arms(base, pods, base_steps_T, pods_steps_T, n_boot, ci, method):
+def _check_arms(base, pods, base_steps_T, pods_steps_T, n_boot, ci):
     _check_ci(ci)
     if base.shape[0] != pods.shape[0]:
         raise ValueError(f"baseline and PODS batches differ: {base.shape[0]} vs {pods.shape[0]} experiments")
@@ -564,9 +486,12 @@ def _check_arms(base, pods, base_steps_T, pods_steps_T, n_boot, ci, method):
             raise ValueError(f"{name} steps: {steps.shape[-2]} rows for {arr.shape[1]} seeds; pass one row per seed")
     if n_boot < 100:
         raise ValueError(f"n_boot={n_boot}: use at least 100 resamples (2000 or more for the expanded method)")
+
+
+def _check_methods(method: str | Sequence[str]) -> None:
     for m in [method] if isinstance(method, str) else method:
-        if m not in METHODS[:5]:
-            raise ValueError(f"method={m!r}: a speed-up interval is one of {', '.join(METHODS[:5])}")
+        if m not in METHODS:
+            raise ValueError(f"method={m!r}: a speed-up interval is one of {', '.join(METHODS)}")
 
 
 def _few_seeds_note(n: int, min_seeds: int) -> str:
@@ -576,6 +501,38 @@ def _few_seeds_note(n: int, min_seeds: int) -> str:
         f"no interval: {n} seeds in the smaller arm, below the {min_seeds} per arm at which this interval's 95% "
         "coverage was shown by simulation; train more seeds (the point and never share stand)"
     )
+
+
+def ratio_resamples(
+    base_values_S_T,
+    pods_values_S_T,
+    steps_T,
+    *,
+    pods_steps_T=None,
+    threshold: float = 0.99,
+    rng: np.random.Generator,
+    n_boot: int = 4000,
+    ci: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """`ratio_interval`'s statistic on all seeds, on each resample and leaving each seed out: (point (E,),
+    boot (E, B), jack_b (E, S_base), jack_p (E, S_pods), the smaller arm's seeds). Inputs as `ratio_interval`'s."""
+    base, pods = _batch(base_values_S_T, "baseline values"), _batch(pods_values_S_T, "PODS values")
+    bs = np.asarray(steps_T, dtype=float)
+    ps = bs if pods_steps_T is None else np.asarray(pods_steps_T, dtype=float)
+    _check_arms(base, pods, bs, ps, n_boot, ci)
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold={threshold}: the target is a share of the baseline's peak, in (0, 1]")
+
+    n_t = base.shape[2]
+    base_x, bs_fixed = _attach_steps(base, bs)
+    pods_x, ps_fixed = _attach_steps(pods, ps)
+
+    def stat(b_x, p_x):
+        (b, b_pos), (p, p_pos) = _split_steps(b_x, n_t, bs_fixed), _split_steps(p_x, n_t, ps_fixed)
+        return speedup_from_curves(b, p, b_pos, p_pos, threshold)[..., None]
+
+    point, boot, jack_b, jack_p = (x[..., 0] for x in _two_arm_bootstrap(stat, base_x, pods_x, rng, n_boot))
+    return point, boot, jack_b, jack_p, min(base.shape[1], pods.shape[1])
 
 
 def ratio_interval(
@@ -605,28 +562,16 @@ def ratio_interval(
     fewer than `min_seeds` seeds per arm). A tuple of methods gives {method: that dict}, every method read
     from the same resamples.
     """
-    base, pods = _batch(base_values_S_T, "baseline values"), _batch(pods_values_S_T, "PODS values")
-    bs = np.asarray(steps_T, dtype=float)
-    ps = bs if pods_steps_T is None else np.asarray(pods_steps_T, dtype=float)
-    _check_arms(base, pods, bs, ps, n_boot, ci, method)
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold={threshold}: the target is a share of the baseline's peak, in (0, 1]")
-
-    n_t = base.shape[2]
-    base_x, bs_fixed = _attach_steps(base, bs)
-    pods_x, ps_fixed = _attach_steps(pods, ps)
-
-    def stat(b_x, p_x):
-        (b, b_pos), (p, p_pos) = _split_steps(b_x, n_t, bs_fixed), _split_steps(p_x, n_t, ps_fixed)
-        return speedup_from_curves(b, p, b_pos, p_pos, threshold)[..., None]
-
-    point, boot, jack_b, jack_p = (x[..., 0] for x in _two_arm_bootstrap(stat, base_x, pods_x, rng, n_boot))
-    n = min(base.shape[1], pods.shape[1])
+    _check_methods(method)
+    point, boot, jack_b, jack_p, n = ratio_resamples(
+        base_values_S_T, pods_values_S_T, steps_T,
+        pods_steps_T=pods_steps_T, threshold=threshold, rng=rng, n_boot=n_boot, ci=ci,
+    )  # fmt: skip
     note = _few_seeds_note(n, min_seeds)
 
     def finish(m: str) -> dict:
         low, high = _ratio_ends(m, point, boot, jack_b, jack_p, ci, n)
-        cond_low, cond_high = _conditional(m, boot, ci, n)
+        cond_low, cond_high = conditional_ends(m, boot, ci, n)
         if note:
             low = high = cond_low = cond_high = np.full_like(point, np.nan)
         return {
@@ -681,22 +626,10 @@ def levels_interval(
     base, pods = _batch(base_values_S_T, "baseline values"), _batch(pods_values_S_T, "PODS values")
     bs = np.asarray(steps_T, dtype=float)
     ps = bs if pods_steps_T is None else np.asarray(pods_steps_T, dtype=float)
-    _check_arms(base, pods, bs, ps, n_boot, ci, method)
+    _check_methods(method)
+    _check_arms(base, pods, bs, ps, n_boot, ci)
     e, n_b, _ = base.shape
-    if levels is not None:
-        fixed = np.asarray(levels, dtype=float)
-        if fixed.size == 0 or not np.isfinite(fixed).all():
-            raise ValueError(f"levels={list(levels)}: pass finite accuracy levels, at least one")
-        n_lv = fixed.size
-        pool_L = np.ones(n_lv, bool)
-    else:
-        f = np.asarray(fractions, dtype=float)
-        if f.size == 0 or not np.isfinite(f).all() or (f > 1).any():
-            raise ValueError(f"fractions={list(fractions)}: pass fractions of the rise, each at most 1 (1 = the peak)")
-        n_lv = f.size
-        pool_L = np.ones(n_lv, bool) if pool_peak else f < 1.0
-        if not pool_L.any():
-            raise ValueError(f"fractions={list(fractions)}: nothing to pool without the peak; add a fraction below 1")
+    fixed, f, pool_L = _level_spec(fractions, levels, pool_peak)
     if base_start_S is None:
         start = np.full((e, n_b), np.nan)
     else:
@@ -727,25 +660,48 @@ def levels_interval(
 
     def finish(m: str) -> dict:
         res: dict = {"level": _squeeze(level_L), "pooled_levels": pool_L, "n_seeds": n, "method": m, "note": note}
-        keys = ("point", "low", "high", "never_share", "base_never_share", "cond_low", "cond_high")
-        cols: dict[str, list] = {k: [] for k in keys}
-        for k in range(n_lv + 1):
-            pt, bt = point[:, k], boot[..., k]
-            lo, hi = _ratio_ends(m, pt, bt, jack_b[..., k], jack_p[..., k], ci, n)
-            clo, chi = _conditional(m, bt, ci, n)
-            if note:
-                lo = hi = clo = chi = np.full_like(pt, np.nan)
-            undefined = np.isnan(bt).mean(-1)
-            vals = (pt, lo, hi, (bt == 0).mean(-1) + undefined, np.isinf(bt).mean(-1) + undefined, clo, chi)
-            for key, val in zip(keys, vals, strict=True):
-                cols[key].append(val)
-        for key, vals in cols.items():
-            stacked = np.stack(vals, axis=-1)  # (E, L + 1)
-            res[key] = _squeeze(stacked[:, :n_lv])
-            res[f"pooled_{key}"] = _out(stacked[:, n_lv])
-        return res
+        return res | _level_ends(m, point, boot, jack_b, jack_p, ci, n, note)
 
     return finish(method) if isinstance(method, str) else {m: finish(m) for m in method}
+
+
+def _level_spec(fractions, levels, pool_peak: bool) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """(fixed levels or None, fractions or None, which levels are pooled) of `levels_interval`, checked."""
+    if levels is not None:
+        fixed = np.asarray(levels, dtype=float)
+        if fixed.size == 0 or not np.isfinite(fixed).all():
+            raise ValueError(f"levels={list(levels)}: pass finite accuracy levels, at least one")
+        return fixed, None, np.ones(fixed.size, bool)
+    f = np.asarray(fractions, dtype=float)
+    if f.size == 0 or not np.isfinite(f).all() or (f > 1).any():
+        raise ValueError(f"fractions={list(fractions)}: pass fractions of the rise, each at most 1 (1 = the peak)")
+    pool_L = np.ones(f.size, bool) if pool_peak else f < 1.0
+    if not pool_L.any():
+        raise ValueError(f"fractions={list(fractions)}: nothing to pool without the peak; add a fraction below 1")
+    return None, f, pool_L
+
+
+def _level_ends(m: str, point, boot, jack_b, jack_p, ci: float, n: int, note: str) -> dict:
+    """The interval columns of `levels_interval` (the last statistic of point/boot/jack: the pooled one)."""
+    n_lv = point.shape[-1] - 1
+    keys = ("point", "low", "high", "never_share", "base_never_share", "cond_low", "cond_high")
+    cols: dict[str, list] = {k: [] for k in keys}
+    for k in range(n_lv + 1):
+        pt, bt = point[:, k], boot[..., k]
+        lo, hi = _ratio_ends(m, pt, bt, jack_b[..., k], jack_p[..., k], ci, n)
+        clo, chi = conditional_ends(m, bt, ci, n)
+        if note:
+            lo = hi = clo = chi = np.full_like(pt, np.nan)
+        undefined = np.isnan(bt).mean(-1)
+        vals = (pt, lo, hi, (bt == 0).mean(-1) + undefined, np.isinf(bt).mean(-1) + undefined, clo, chi)
+        for key, val in zip(keys, vals, strict=True):
+            cols[key].append(val)
+    res = {}
+    for key, vals in cols.items():
+        stacked = np.stack(vals, axis=-1)  # (E, L + 1)
+        res[key] = _squeeze(stacked[:, :n_lv])
+        res[f"pooled_{key}"] = _out(stacked[:, n_lv])
+    return res
 
 
 def _squeeze(x_E_L: np.ndarray) -> np.ndarray:
@@ -763,50 +719,6 @@ def late_gain_from_curves(curves_T: np.ndarray, pos_T, share: float = 0.8) -> np
     if late.all() or not late.any():
         raise ValueError(f"late gain: every or no evaluation lies after {share:g} of the run")
     return np.nanmax(curves_T[..., late], axis=-1) - np.nanmax(curves_T[..., ~late], axis=-1)
-
-
-def curve_stat_interval(
-    values_S_T,
-    stat: Callable[[np.ndarray], np.ndarray],
-    *,
-    rng: np.random.Generator,
-    n_boot: int = 4000,
-    ci: float = 0.95,
-    method: str | Sequence[str] = "expanded",
-) -> dict:
-    """A statistic of one arm's mean curve over seeds (`stat`: curves (..., T) -> (...), e.g.
-    `late_gain_from_curves`) with its bootstrap interval over the arm's seeds. Methods as in
-    `ratio_interval`, plus "studentized" (bootstrap-t with a jackknife SE inside each resample: S times
-    the work). Returns point, low, high, method."""
-    v = _batch(values_S_T, "values")
-    _check_ci(ci)
-    e, n, t = v.shape
-    if n < 2:
-        raise ValueError(f"curve_stat_interval: {n} seed(s); an interval over seeds needs at least 2")
-    for m in [method] if isinstance(method, str) else method:
-        if m not in METHODS:
-            raise ValueError(f"method={m!r}: choose one of {', '.join(METHODS)}")
-    w = resample_counts(rng, n, n_boot, e)
-    point = stat(weighted_curves(v, np.ones((e, 1, n)))[:, 0])
-    boot = stat(weighted_curves(v, w))
-    jack = stat(weighted_curves(v, np.broadcast_to(jackknife_weights(n), (e, n, n))))
-
-    def finish(m: str) -> dict:
-        if m == "percentile":
-            lo, hi = percentile_ends(boot, ci)
-        elif m == "expanded":
-            lo, hi = expanded_ends(boot, ci, n)
-        elif m == "basic":
-            lo, hi = basic_ends(boot, point, ci, log=False)
-        elif m == "bca":
-            lo, hi = bca_ends(boot, point, [jack], ci)
-        elif m == "jackknife_t":
-            lo, hi = jackknife_t_ends(point, [jack], ci, log=False)
-        else:
-            lo, hi = studentized_ends(boot, point, _resample_jackknife_se(v, w, stat), jackknife_se([jack]), ci)
-        return {"point": _out(point), "low": _out(lo), "high": _out(hi), "method": m}
-
-    return finish(method) if isinstance(method, str) else {m: finish(m) for m in method}
 
 
 def late_gain_interval(values_S_T, pos_T, share: float = 0.8, ci: float = 0.95) -> dict:
@@ -830,15 +742,3 @@ def late_gain_interval(values_S_T, pos_T, share: float = 0.8, ci: float = 0.95) 
     jack = stat(weighted_curves(v, np.broadcast_to(jackknife_weights(n), (v.shape[0], n, n))))
     lo, hi = jackknife_t_ends(point, [jack], ci, log=False)
     return {"point": _out(point), "low": _out(lo), "high": _out(hi), "method": "jackknife_t"}
-
-
-def _resample_jackknife_se(v, w, stat) -> np.ndarray:
-    """(E, B) jackknife SE inside each resample: leave out one draw of each drawn seed in turn."""
-    e, n_boot, n = w.shape
-    out = np.empty((e, n_boot))
-    for i in range(e):
-        loo = np.maximum(w[i][:, None, :] - np.eye(n)[None], 0.0).reshape(1, -1, n)  # (1, B S, S)
-        vals = stat(weighted_curves(v[i : i + 1], loo)).reshape(n_boot, n)
-        mean = (w[i] * vals).sum(-1) / n
-        out[i] = np.sqrt((n - 1) / n * (w[i] * (vals - mean[:, None]) ** 2).sum(-1))
-    return out

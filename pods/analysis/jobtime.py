@@ -130,17 +130,21 @@ def project(rows: Sequence[dict], cores: int) -> float:
     return now
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "pods analysis job-time") -> int:
-    import argparse
-    import sys
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis job-time
 
-    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+
+def add_arguments(ap) -> None:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--root", help="a finished workflow's root (its logs/**/*.benchmark.tsv), e.g. results")
     src.add_argument("--jobs", help="a jobs table written by --out (or the results page's record)")
     ap.add_argument("--cores", default="2,8,16", help="comma-separated core counts to replay on (default 2,8,16)")
     ap.add_argument("--out", help="also write the jobs table (TSV) here")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
+    import sys
+
     try:
         cores = [int(c) for c in args.cores.split(",")]
         if any(c < 1 for c in cores):

@@ -20,18 +20,19 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
-from pods.analysis import intervals
+from pods.analysis import command, intervals
+from pods.analysis.collect import collect_runs, parse_letters
 from pods.analysis.curves import (
-    _Arm,
-    _arm,
-    _as_series,
-    _bootstrap_means,
-    _fmt,
-    _label,
+    ArmMatrices,
+    arm_matrices,
+    as_series,
+    bootstrap_means,
+    fmt_cell,
     mean_curve,
     primary_dataset,
+    selector_label,
 )
-from pods.analysis.tidy import CONFIG_KEYS, AnalysisInputError, select
+from pods.analysis.tidy import CONFIG_KEYS, AnalysisInputError, check_grids, read_curves, select
 
 PLATEAU_SHARE = 0.8  # a baseline has plateaued if its peak lies before the last 20% of its run
 
@@ -69,7 +70,7 @@ def baseline_plateau_share(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0
     steps, and only 13% of its resamples peak before step 1600. NaN with one seed (a resample of one
     seed is that seed) or no evaluations.
     """
-    arm = _arm(runs)
+    arm = arm_matrices(runs)
     if arm.values_S_T.size == 0 or len(arm.seeds) < 2:
         return {"p_plateau_baseline": math.nan}
     pos_T = _positions(arm)
@@ -78,7 +79,7 @@ def baseline_plateau_share(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0
     return {"p_plateau_baseline": float(np.mean(pos_T[peak_B] <= PLATEAU_SHARE * np.nanmax(pos_T)))}
 
 
-def _positions(arm: _Arm) -> np.ndarray:
+def _positions(arm: ArmMatrices) -> np.ndarray:
     """Where each evaluation of an arm lies: its mean optimizer step over seeds where the rows have
     steps, else its grid time in seconds."""
     with warnings.catch_warnings():
@@ -87,15 +88,15 @@ def _positions(arm: _Arm) -> np.ndarray:
     return pos_T if np.isfinite(pos_T).all() else arm.times_T
 
 
-def _resampled_means(arm: _Arm, n_boot: int, seed: int) -> np.ndarray:
+def _resampled_means(arm: ArmMatrices, n_boot: int, seed: int) -> np.ndarray:
     """The arm's mean curves (B x T) over `n_boot` resamples of its seeds, drawn from `seed`."""
     idx = np.random.default_rng(seed).integers(0, len(arm.seeds), (n_boot, len(arm.seeds)))
-    return _bootstrap_means(arm.values_S_T, idx)
+    return bootstrap_means(arm.values_S_T, idx)
 
 
-def _mean_curve_T(arm: _Arm) -> np.ndarray:
+def _mean_curve_T(arm: ArmMatrices) -> np.ndarray:
     """The arm's mean curve over all its seeds (an evaluation a seed lacks is left out of that point's mean)."""
-    return _bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None])[0]
+    return bootstrap_means(arm.values_S_T, np.arange(len(arm.seeds))[None])[0]
 
 
 def _nan_stat(name: str) -> dict:
@@ -124,7 +125,7 @@ def baseline_late_gain(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci
     they are accepted so that every baseline statistic takes the same arguments.
     """
     name = "late_gain_baseline"
-    arm = _arm(runs)
+    arm = arm_matrices(runs)
     if arm.values_S_T.size == 0:
         return _nan_stat(name)
     pos_T = _positions(arm)
@@ -179,7 +180,7 @@ def baseline_trend(runs: pd.DataFrame, n_boot: int = 2000, seed: int = 0, ci: fl
     here; they are accepted so that every baseline statistic takes the same arguments.
     """
     name = "trend_baseline"
-    arm = _arm(runs)
+    arm = arm_matrices(runs)
     if arm.values_S_T.size == 0:
         return _nan_stat(name)
     pos_T = _positions(arm)
@@ -217,7 +218,7 @@ def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 200
             )
         for sel, runs in sub.groupby(keys, dropna=False, sort=True):
             curve = mean_curve(runs)
-            after = _as_series(curve)  # t = 0 excluded, as in time_to_peak
+            after = as_series(curve)  # t = 0 excluded, as in time_to_peak
             if after.empty:
                 continue
             stats = (
@@ -231,7 +232,7 @@ def plateau_table(df: pd.DataFrame, metric: str | None = None, n_boot: int = 200
             rows.append(
                 {
                     "setting": setting,
-                    "arm": _label(label),
+                    "arm": selector_label(label),
                     "rule": label.get("rule", ""),
                     "normalize": label.get("normalize", ""),
                     "role": role,
@@ -256,13 +257,13 @@ def write_plateau_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
             "2nd-half trend [95% t]"]  # fmt: skip
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in df.iterrows():
-        late = _points(r, "late_gain") if not math.isnan(float(r["late_gain"])) else "-"
-        trend = _points(r, "trend") if not math.isnan(float(r["trend"])) else "-"
+        late = points_text(r, "late_gain") if not math.isnan(float(r["late_gain"])) else "-"
+        trend = points_text(r, "trend") if not math.isnan(float(r["trend"])) else "-"
         cells = [
             str(r["setting"]), str(r["arm"]), f"{r['rule']} / {r['normalize']}", str(r["role"] or "-"),
             str(r["n_seeds"]), f"{100 * r['peak']:.1f}%",
-            f"{_fmt(float(r['peak_at']), 0)} of {_fmt(float(r['last_at']), 0)} ({float(r['peak_share']):.2f})",
-            "yes" if r["plateau"] else "no", _fmt(float(r["p_plateau"]), 2), late, trend,
+            f"{fmt_cell(float(r['peak_at']), 0)} of {fmt_cell(float(r['last_at']), 0)} ({float(r['peak_share']):.2f})",
+            "yes" if r["plateau"] else "no", fmt_cell(float(r["p_plateau"]), 2), late, trend,
         ]  # fmt: skip
         md.append("| " + " | ".join(cells) + " |")
     md += ["", f"Each arm's mean curve over seeds on its setting's primary test set (t = 0 excluded). 'plateau': "
@@ -277,8 +278,36 @@ def write_plateau_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     return paths
 
 
-def _points(row, name: str) -> str:
+def points_text(row, name: str) -> str:
     """'+1.0 [-1.0, +2.9] pts': a fraction-valued statistic of the row in points, with its interval if any."""
     lo, hi = (float(row.get(f"{name}_ci_{e}", math.nan)) for e in ("low", "high"))
     ci = "" if math.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]"
     return f"{100 * float(row[name]):+.1f}{ci} pts"
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis plateau
+
+
+def add_arguments(p) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--curves", help=command.CURVES_HELP)
+    which.add_argument("--run-dirs", nargs="+", metavar="DIR", help="run directories (one arm alone will do)")
+    p.add_argument("--out-dir", required=True, help="where plateau.csv and plateau.md are written")
+    p.add_argument("--metric", help=command.METRIC_HELP)
+    p.add_argument("--sheet", help="with --run-dirs: run sheet whose `role` column names the arms' roles")
+    p.add_argument("--letters", help="with --run-dirs: NAME=LETTER,... as for collect")
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    if args.curves:
+        curves = read_curves(args.curves)
+    else:
+        curves = collect_runs(None, parse_letters(args.letters), args.sheet, args.run_dirs)[0]
+    curves = command.until(curves, args.until_step, args.curves or "the run directories")
+    check_grids(curves, args.curves or "the run directories")
+    plateau = plateau_table(curves, args.metric, args.n_boot, args.boot_seed)
+    if plateau.empty:
+        raise AnalysisInputError("no arm has an evaluation after t = 0: nothing to take a peak of")
+    return command.report(out, "plateau", write_plateau_table(plateau, out / "plateau"))

@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pods.analysis import intervals
-from pods.analysis.curves import _arm
-from pods.analysis.speedups import _arm_runs, default_comparisons
+from pods.analysis import command, intervals
+from pods.analysis.curves import arm_matrices
+from pods.analysis.speedups import arm_runs, default_comparisons
 from pods.analysis.tidy import AnalysisInputError
 
 DEFAULT_SEEDS = (8, 16, 32, 64, 128, 256)
@@ -152,8 +152,8 @@ def seed_projection(
     for c in default_comparisons(curves, metric):
         if settings and c.setting not in settings:
             continue
-        base_runs, pods_runs = _arm_runs(curves, c)
-        base, pods = _arm(base_runs), _arm(pods_runs)
+        base_runs, pods_runs = arm_runs(curves, c)
+        base, pods = arm_matrices(base_runs), arm_matrices(pods_runs)
         steps_T = np.nanmean(np.vstack([base.steps_S_T, pods.steps_S_T]), axis=0) if _same_grid(base, pods) else None
         why = _unprojectable(base, pods, steps_T)
         if why:
@@ -250,3 +250,50 @@ def write_seed_projection(table: pd.DataFrame, stem: Path, width: float = 1.0) -
     ]
     md.write_text(head + "\n\n" + "\n".join(lines + foot) + "\n")
     return [csv, md]
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis seeds
+
+seed_counts = command.option_type(
+    lambda text: [int(c) if c.is_integer() else c for c in command.numbers(text)],
+    lambda counts: all(isinstance(c, int) and c >= 2 for c in counts),
+    "{text!r}: seeds per arm are whole numbers >= 2, e.g. 8,16,32",
+)
+width_type = command.option_type(
+    float, lambda x: math.isfinite(x) and x > 0, "{text!r} is not a finite width > 0 of the speed-up interval, e.g. 1.0"
+)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--curves", required=True, help="a curves.csv written by collect")
+    p.add_argument("--out-dir", required=True, help="where seeds.csv and seeds.md are written")
+    p.add_argument("--setting", nargs="+", help="only these settings (letters)")
+    p.add_argument(
+        "--seeds",
+        type=seed_counts,
+        default=list(DEFAULT_SEEDS),
+        help=f"comma-separated seeds per arm to simulate (default {','.join(map(str, DEFAULT_SEEDS))})",
+    )
+    p.add_argument("--width", type=width_type, default=1.0, help="the interval width asked for (default 1.0)")
+    p.add_argument(
+        "--sims",
+        type=command.sims,
+        default=200,
+        help=f"simulated experiments per N, each its own bootstrap, at most {command.MAX_RESAMPLES} (default 200)",
+    )
+    p.add_argument("--metric", help=command.METRIC_HELP)
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    curves = command.read_until(args)
+    command.check_settings(args.setting, curves, source=args.curves)
+    projection = seed_projection(
+        curves, args.setting, args.seeds, args.threshold, args.sims, args.boot_seed, args.metric, args.n_boot
+    )
+    if projection.empty and args.setting:
+        raise AnalysisInputError(
+            f"{args.curves} has no setting with both a baseline and a PODS arm among {', '.join(args.setting)}"
+        )
+    return command.report(out, "seeds", write_seed_projection(projection, out / "seeds", args.width))

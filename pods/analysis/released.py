@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,21 +40,24 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
+from pods.analysis import command, released_logs
+from pods.analysis.speedups import print_table, released_comparisons, speedup_table, write_table
 from pods.analysis.tidy import (
     CURVE_COLUMNS,
     FRACTION_METRICS,
     PAPER_SHEET,
     STEP_COLUMNS,
     AnalysisInputError,
-    _fraction,
-    _ident,
-    _load_json,
-    _number,
-    _paper_defaults,
-    _row,
-    _step_ident,
-    _tidy,
+    as_fraction,
+    as_number,
+    check_grids,
+    curve_row,
+    load_json,
+    paper_defaults,
+    run_ident,
     sheet_roles,
+    step_ident,
+    tidy_frame,
 )
 
 
@@ -95,13 +99,13 @@ def _author_value(block: Mapping, key: str, where: str) -> float | None:
         return None
     if not isinstance(values, list):
         raise AnalysisInputError(f"{where} / {key}: expected a list of per-repeat values, got {type(values).__name__}")
-    check = _fraction if _AUTHOR_METRICS[key] in FRACTION_METRICS else _number
+    check = as_fraction if _AUTHOR_METRICS[key] in FRACTION_METRICS else as_number
     return float(np.mean([check(v, f"{where} / {key}", key) for v in values]))
 
 
 def _author_log(path: Path) -> dict:
     """An authors' evaluation JSON {checkpoint-N | dataset: ...}, shape-checked."""
-    log = _load_json(path, ": the authors' per-run evaluation files are JSON objects")
+    log = load_json(path, ": the authors' per-run evaluation files are JSON objects")
     if not isinstance(log, dict):
         raise AnalysisInputError(
             f"{path}: expected a JSON object {{'checkpoint-N': {{dataset: {{metric: [values]}}}}}}, "
@@ -130,7 +134,7 @@ def _read_single_gpu(path: Path, match: re.Match, base_cache: dict, roles: Mappi
     grid_s, horizon_s = rec.grid_s, rec.horizon_s
     n, m, rule = int(match["n"]), int(match["m"]), _AUTHOR_RULES[match["rule"]]
     role = roles.get((letter, _released_run_name(rec, n, m, rule, "after", 1)), "")
-    ident = _ident(letter, name, n, m, rule, "after", 1, int(match["run"]), primary, role)
+    ident = run_ident(letter, name, n, m, rule, "after", 1, int(match["run"]), primary, role)
     log = _author_log(path)
     bad = [k for k in log if not re.fullmatch(r"checkpoint-\d+", str(k))]
     if bad:
@@ -146,7 +150,9 @@ def _read_single_gpu(path: Path, match: re.Match, base_cache: dict, roles: Mappi
                 value = _author_value(block, key, f"{path.name}: {ck} / {ds}")
                 if value is not None:
                     step = int(ck.rsplit("-", 1)[-1])
-                    rows.append(_row(ident, i + 1, t, t, step, _AUTHOR_DATASETS.get(ds, ds), metric, value, path.name))
+                    rows.append(
+                        curve_row(ident, i + 1, t, t, step, _AUTHOR_DATASETS.get(ds, ds), metric, value, path.name)
+                    )
     # t = 0: the untrained model, the same value for every seed (SEM 0 there, as in plot.py).
     if base_file not in base_cache:
         base_path = path.parent / base_file
@@ -158,9 +164,9 @@ def _read_single_gpu(path: Path, match: re.Match, base_cache: dict, roles: Mappi
         for key, metric in _AUTHOR_METRICS.items():
             value = _author_value(block, key, f"{base_file}: {ds}")
             if value is not None:
-                rows.append(_row(ident, 0, 0.0, 0.0, 0, _AUTHOR_DATASETS.get(ds, ds), metric, value, base_file))
+                rows.append(curve_row(ident, 0, 0.0, 0.0, 0, _AUTHOR_DATASETS.get(ds, ds), metric, value, base_file))
     step_at_horizon = int(ckpts[-1].rsplit("-", 1)[-1]) if ckpts else None
-    step_row = {**_step_ident(ident), "time_s": float(horizon_s), "steps": step_at_horizon, "source": path.name}
+    step_row = {**step_ident(ident), "time_s": float(horizon_s), "steps": step_at_horizon, "source": path.name}
     return rows, step_row
 
 
@@ -191,9 +197,11 @@ def _wandb_series(path: Path) -> dict:
             if r[j]:
                 where = f"{path} row {i}, column {col!r}"
                 value = (
-                    _fraction(r[j], where, "accuracy") if "accuracy" in hit["key"] else _number(r[j], where, "value")
+                    as_fraction(r[j], where, "accuracy")
+                    if "accuracy" in hit["key"]
+                    else as_number(r[j], where, "value")
                 )
-                series.append((_number(r[0], f"{path} row {i}, column {header[0]!r}", "time"), value))
+                series.append((as_number(r[0], f"{path} row {i}, column {header[0]!r}", "time"), value))
         if not series:
             raise AnalysisInputError(f"{path}: column {col!r} holds no value; export the runs' history again")
         out[(hit["run"], hit["key"])] = series
@@ -268,7 +276,7 @@ def _read_multi_gpu(log_dir: Path, letter: str, roles: Mapping) -> tuple[list, l
             hit = _WANDB_RUN.match(f"data/{run} - x")
             n, m, ga = int(hit["n"]), int(hit["m"]), int(hit["ga"])
             role = roles.get((letter, _released_run_name(rec, n, m, "max_variance", "after", ga)), "")
-            ident = _ident(letter, name, n, m, "max_variance", "after", ga, int(hit["seed"]), primary, role)
+            ident = run_ident(letter, name, n, m, "max_variance", "after", ga, int(hit["seed"]), primary, role)
             src = f"{prefix}-{kind}.csv"
             calls = series[(run, "_step")]
             steps = optimizer_steps([c for _, c in calls], ga, f"{src}, run {run}")
@@ -276,16 +284,16 @@ def _read_multi_gpu(log_dir: Path, letter: str, roles: Mapping) -> tuple[list, l
             for k, target in enumerate(targets_s):
                 t_raw, value = _nearest(series[(run, key)], target)
                 _, n_steps = _nearest(step_series, target)
-                rows.append(_row(ident, k, target, t_raw, int(n_steps), "gsm8k", metric, value, src))
+                rows.append(curve_row(ident, k, target, t_raw, int(n_steps), "gsm8k", metric, value, src))
             if kind == "acc":
                 _, n_steps = _nearest(step_series, horizon_s)
-                step_rows.append({**_step_ident(ident), "time_s": float(horizon_s), "steps": n_steps, "source": src})
+                step_rows.append({**step_ident(ident), "time_s": float(horizon_s), "steps": n_steps, "source": src})
     return rows, step_rows
 
 
 def _released_run_name(rec: registry.Setting, n, m, rule, normalize, ga) -> str:
     """The run-directory name a released run would have in our paper-scale workflow."""
-    base = _paper_defaults(rec)
+    base = paper_defaults(rec)
     extra = [f"{k}~{v}" for k, v in (("norm", normalize), ("ga", ga)) if v != base[k]]
     return registry.format_run_name(rule, n, m, extra)
 
@@ -324,17 +332,64 @@ def read_released(log_dir: str | Path, sheet: str | Path | None = PAPER_SHEET) -
     curves = pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)
     steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
     steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
-    return _tidy(curves), steps
+    return tidy_frame(curves), steps
 
 
-def load_released(log_dir: str | Path) -> pd.DataFrame:
-    """Tidy curves (CURVE_COLUMNS) from the authors' released result files in `log_dir`.
-
-    Includes the base-model anchors at time_s = 0 for (a)-(c) (time-to-peak ignores t = 0).
-    """
-    return read_released(log_dir)[0]
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis released
 
 
-def load_released_steps(log_dir: str | Path) -> pd.DataFrame:
-    """Per-run steps reached at the horizon (STEP_COLUMNS) from the released logs."""
-    return read_released(log_dir)[1]
+def add_arguments(p) -> None:
+    p.add_argument("--logs", required=True, help="folder with the authors' results/ files")
+    p.add_argument("--out-dir", required=True, help="where curves.csv, steps.csv and time_to_peak.* are written")
+    p.add_argument("--sheet", default=str(PAPER_SHEET), help="run sheet whose `role` rows are the comparisons")
+    p.add_argument(
+        "--manifest",
+        default=str(released_logs.MANIFEST),
+        help="SHA-256 manifest the folder is checked against before it is read (default: the package's)",
+    )
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="read the folder without checking it against the manifest (the tables are then not the release's)",
+    )
+
+
+def run(args) -> int:
+    """Check the folder against the manifest, read it and write curves, steps and the time-to-peak table."""
+    out = command.check_out_dir(args.out_dir)
+    if args.no_verify:
+        print(
+            f"warning: --no-verify: {args.logs} is read without checking it against {args.manifest}; the "
+            "tables are not the release's unless it is an unmodified copy of the authors' results/ folder",
+            file=sys.stderr,
+        )
+    else:
+        verify_folder(args.logs, args.manifest)
+    curves, steps = read_released(args.logs, args.sheet)
+    check_grids(curves, args.logs)
+    # The authors' runs are their own "this machine" and paper hardware: (ii) = (iii).
+    table = speedup_table(
+        curves, released_comparisons(args.sheet), args.threshold, args.n_boot, args.boot_seed, steps, steps, curves
+    )
+    written = [command.write_csv(curves, out / "curves.csv"), command.write_csv(steps, out / "steps.csv")]
+    written += write_table(table, out / "time_to_peak")
+    print_table(table)
+    return command.wrote(written)
+
+
+def verify_folder(logs: str, manifest: str) -> None:
+    """AnalysisInputError unless `logs` holds exactly the released files (pods.analysis.released_logs.verify,
+    as the workflow checks it before this command reads it)."""
+    try:
+        released_logs.verify(logs, manifest)
+    except released_logs.ReleasedLogsError as err:
+        text = str(err)
+        # a problem of the folder (not of the manifest): its fix is another --logs, not the workflow's config
+        if text.startswith(("released logs folder", f"{Path(logs)} is not the authors'")):
+            text = re.split(r"\. Fix: |: use --config", text)[0] + (
+                f". Fix: pass --logs an unmodified copy of the authors' results/ folder ({released_logs.REPOSITORY} "
+                f"at commit {released_logs.COMMIT[:7]}; `python -m pods.analysis.released_logs download --dest DIR` "
+                "fetches one), or --no-verify to read this folder anyway"
+            )
+        raise AnalysisInputError(text) from None

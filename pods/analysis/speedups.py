@@ -1,37 +1,22 @@
 """Time-to-peak, the seed bootstrap, the speed-up table (Table 3) and its comparisons.
 
-This module owns the speed-up statistics on tidy curves (pods.analysis.tidy; the mean curve over seeds
-with its SEM band: pods.analysis.curves; the baseline's plateau columns: pods.analysis.plateau):
-time-to-peak and the four speed-ups with their intervals over seeds, seconds per step, which arms a
-setting compares (`Comparison`: the run sheet's roles, or the paper sheet for the released logs), the
-paper hardware's clock (`paper_clock`: the released logs, else `cost_model()`), and the CSV / Markdown /
-LaTeX tables (`write_table`).
+This module owns the speed-up statistics on tidy curves (pods.analysis.tidy; mean curves:
+pods.analysis.curves; the baseline's plateau columns: pods.analysis.plateau; the paper hardware's
+seconds: pods.analysis.paper_clock): time-to-peak and the four speed-ups with their intervals over
+seeds, seconds per step, which arms a setting compares (`Comparison`: the run sheet's roles, or the
+paper sheet for the released logs), the CSV / Markdown / LaTeX tables (`write_table`) and the
+`time-to-peak` command.
 
 Time-to-peak (arXiv 2504.13818 App. A.4; docs/paper.md#time-to-peak): on the mean-over-seeds curve at the
-evaluation grid, with t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods,
-the first grid times at which each mean curve is >= T. Hence it is quantized by the grid. If PODS never
-reaches T within its budget, t_pods = inf: the point is "never" in the tables (`note` says so). Beside
-this eval-grid speed-up the table has three more to the same target: (i) optimizer steps (curves'
-`step`), (ii) training seconds on this machine (each arm's mean training time at its crossing
-evaluation), (iii) training seconds on the paper's hardware for (i)'s steps (`paper_clock`).
-
-Intervals (pods.analysis.intervals): each arm's seeds are resampled on their own; every resample
-recomputes both mean curves, the baseline's peak and target; a resample in which PODS never reaches the
-target counts as a speed-up of 0 (`p_pods_never` is their share, printed beside every interval; the
-interval over the others is in the `*_cond_*` columns, conditional on reaching); the interval is the
-expanded percentile (simulated coverage >= 93% from 5 seeds per arm, where plain percentiles under-cover),
-and below 5 seeds per arm none is given. The baseline always reaches its own target unless its curve is
-empty, which is an error. A comparison whose baseline or PODS arm has no runs is refused, naming the
-setting and the arm.
-
-Departures from the authors' scripts: none in the points. The printed speed-up is the exact ratio
-truncated to one decimal, which is how the paper prints 28/16 = 1.75 as "1.7x" (`speedup`); the
-exact ratio is `speedup_exact`.
+evaluation grid, t = 0 excluded, T = threshold x max(baseline curve); the speed-up is t_base / t_pods, the
+first grid times at which each mean curve is >= T; "never" where PODS does not reach T. Beside it, to the
+same target: (i) optimizer steps, (ii) training seconds on this machine, (iii) training seconds on the
+paper's hardware for (i)'s steps. Intervals, censoring and the departures from the authors' scripts:
+docs/design.md#intervals-over-seeds.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import warnings
@@ -43,36 +28,40 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
+from pods.analysis import command
 from pods.analysis.curves import (
-    _Arm,
-    _arm,
-    _as_series,
-    _at,
-    _bootstrap_means,
-    _first_index,
-    _first_reach,
-    _fmt,
-    _label,
+    ArmMatrices,
+    arm_matrices,
+    as_series,
+    bootstrap_means,
+    first_index,
+    first_time,
+    fmt_cell,
     mean_curve,
     primary_dataset,
+    selector_label,
+    value_at,
 )
-from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, _conditional, expanded_ends, expanded_mc_error
+from pods.analysis.intervals import MIN_SEEDS_SPEEDUP, conditional_ends, expanded_ends, expanded_mc_error
+from pods.analysis.paper_clock import PaperClock, paper_clock, paper_seconds_per_step
 from pods.analysis.plateau import (
     PLATEAU_SHARE,
     TREND_SHARE,
-    _points,
     baseline_late_gain,
     baseline_plateau,
     baseline_plateau_share,
     baseline_trend,
+    points_text,
 )
 from pods.analysis.tidy import (
     CONFIG_KEYS,
     DEFAULT_THRESHOLD,
     PAPER_SHEET,
     AnalysisInputError,
-    _paper_defaults,
     arm_label,
+    paper_defaults,
+    read_curves,
+    read_steps,
     select,
 )
 
@@ -93,7 +82,7 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
     reaches the target, t_pods_s = inf and speedup = NaN (no number: the table says "never" and the
     bootstrap reports how often); an empty baseline curve is a ValueError.
     """
-    base, pods = _as_series(baseline_curve), _as_series(pods_curve)
+    base, pods = as_series(baseline_curve), as_series(pods_curve)
     if base.empty:
         raise ValueError(
             "baseline curve has no points after t = 0: nothing to take a peak of; "
@@ -101,11 +90,11 @@ def time_to_peak(baseline_curve, pods_curve, threshold: float = DEFAULT_THRESHOL
         )
     peak = float(base.max())
     target = threshold * peak
-    t_base = float(_first_reach(base.index.to_numpy(float), base.to_numpy()[None], np.array([target]))[0])
+    t_base = float(first_time(base.index.to_numpy(float), base.to_numpy()[None], np.array([target]))[0])
     if pods.empty:
         t_pods = math.inf
     else:
-        t_pods = float(_first_reach(pods.index.to_numpy(float), pods.to_numpy()[None], np.array([target]))[0])
+        t_pods = float(first_time(pods.index.to_numpy(float), pods.to_numpy()[None], np.array([target]))[0])
     return {
         "peak": peak,
         "t_peak_s": float(base.idxmax()),
@@ -124,83 +113,6 @@ def _sps(run_time_B_S: np.ndarray, run_steps_B_S: np.ndarray) -> np.ndarray:
         return np.nanmean(run_time_B_S, axis=-1) / np.nanmean(run_steps_B_S, axis=-1)
 
 
-@dataclass(frozen=True)
-class PaperClock:
-    """Training seconds on the paper's hardware after a number of optimizer steps, per arm of a setting.
-
-    Each arm's clock is a polyline through (0, 0) and its (steps, seconds) points, read by linear
-    interpolation and, past its last point, extended at that point's mean seconds per step. From the
-    authors' released logs the points are the arm's mean optimizer step and training time at each
-    evaluation (so a step costs what it cost at that point of their runs: PODS's first 1.5 h of (a)
-    ran at 10.9 s per step, not its 10.1 s mean); without them a single point, the stated or predicted
-    seconds per step (`paper_seconds_per_step`)."""
-
-    steps_base: tuple[float, ...]
-    seconds_base: tuple[float, ...]
-    steps_pods: tuple[float, ...]
-    seconds_pods: tuple[float, ...]
-    source: str
-
-    @staticmethod
-    def _read(steps_P, seconds_P, steps_B) -> np.ndarray:
-        xs, ys = np.array([0.0, *steps_P]), np.array([0.0, *seconds_P])
-        with np.errstate(invalid="ignore"):
-            inside = np.interp(steps_B, xs, ys)
-            beyond = ys[-1] + (steps_B - xs[-1]) * ys[-1] / xs[-1]
-        return np.where(steps_B > xs[-1], beyond, inside)
-
-    def seconds(self, steps_base_B: np.ndarray, steps_pods_B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if not self.steps_base:
-            return np.full_like(steps_base_B, np.nan), np.full_like(steps_pods_B, np.nan)
-        return (
-            self._read(self.steps_base, self.seconds_base, steps_base_B),
-            self._read(self.steps_pods, self.seconds_pods, steps_pods_B),
-        )
-
-
-def _linear_clock(sps: tuple[float, float, str]) -> PaperClock:
-    if not (np.isfinite(sps[0]) and np.isfinite(sps[1])):
-        return PaperClock((), (), (), (), sps[2])
-    return PaperClock((1.0,), (float(sps[0]),), (1.0,), (float(sps[1]),), sps[2] + "; s/step x steps")
-
-
-def _arm_clock(runs: pd.DataFrame) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    """(mean steps, mean training seconds) at each evaluation after t = 0 of one released arm (one
-    dataset and metric), rising in steps; None without steps."""
-    runs = runs[(runs["time_s"] > 0) & runs["step"].notna()]
-    if runs.empty:
-        return None
-    first = runs[["dataset", "metric"]].iloc[0]
-    runs = runs[(runs["dataset"] == first["dataset"]) & (runs["metric"] == first["metric"])]
-    pts = runs.groupby("grid")[["step", "time_s"]].mean().sort_values("time_s")
-    pts = pts[pts["step"] > 0]
-    if pts.empty or (np.diff(pts["step"].to_numpy()) <= 0).any():
-        return None
-    return tuple(pts["step"].astype(float)), tuple(pts["time_s"].astype(float))
-
-
-def paper_clock(
-    setting: str, paper_curves: pd.DataFrame | None = None, paper_steps: pd.DataFrame | None = None
-) -> PaperClock:
-    """The paper hardware's clock of a setting's two arms (`PaperClock`): from the authors' released curves
-    (`paper_curves`: the curves.csv of `released`, whose `role` column marks the paper sheet's arms; the
-    elapsed training time at each step count), else the constant seconds per step of
-    `paper_seconds_per_step` (the released steps.csv, the values the paper's figures state, or the cost
-    model's prediction)."""
-    if paper_curves is not None and {"role", "step"} <= set(paper_curves.columns):
-        sub = paper_curves[paper_curves["setting"].astype(str) == str(setting)]
-        clocks = [_arm_clock(sub[sub["role"] == role]) for role in registry.ROLES]
-        if all(clocks):
-            (sb, tb), (sp, tp) = clocks
-            n = [sub.loc[sub["role"] == role, "seed"].nunique() for role in registry.ROLES]
-            return PaperClock(
-                sb, tb, sp, tp,
-                f"released logs ({setting}): training time at each step count, interpolated between the "
-                f"evaluations of the mean over {n[0]}+{n[1]} runs",
-            )  # fmt: skip
-    return _linear_clock(paper_seconds_per_step(setting, paper_steps))
-
-
 def _censored(num_B: np.ndarray, den_B: np.ndarray, never_B: np.ndarray) -> np.ndarray:
     """num / den, and 0 where PODS never reached the target: such a resample counts, below every reached
     ratio (the speed-up is at most what the budget shows)."""
@@ -208,24 +120,26 @@ def _censored(num_B: np.ndarray, den_B: np.ndarray, never_B: np.ndarray) -> np.n
         return np.where(never_B, 0.0, num_B / den_B)
 
 
-def _speedups(base: _Arm, pods: _Arm, idx_base_B_S, idx_pods_B_S, threshold, clock: PaperClock | None = None) -> dict:
+def _speedups(
+    base: ArmMatrices, pods: ArmMatrices, idx_base_B_S, idx_pods_B_S, threshold, clock: PaperClock | None = None
+) -> dict:
     """The speed-ups of each resample of seeds (rows of the idx arrays): the eval-grid time ratio, (i) steps,
     (ii) training seconds here, (iii) training seconds on the paper's hardware, all to the same target."""
     base_B_T, pods_B_T = (
-        _bootstrap_means(base.values_S_T, idx_base_B_S),
-        _bootstrap_means(pods.values_S_T, idx_pods_B_S),
+        bootstrap_means(base.values_S_T, idx_base_B_S),
+        bootstrap_means(pods.values_S_T, idx_pods_B_S),
     )
     target_B = threshold * np.nanmax(base_B_T, axis=1)
-    first_base_B, first_pods_B = _first_index(base_B_T, target_B), _first_index(pods_B_T, target_B)
+    first_base_B, first_pods_B = first_index(base_B_T, target_B), first_index(pods_B_T, target_B)
     never_B = first_pods_B < 0
     t_base_B, t_pods_B = (
-        _at(base.times_T[None].repeat(len(target_B), 0), first_base_B),
-        _at(pods.times_T[None].repeat(len(target_B), 0), first_pods_B),
+        value_at(base.times_T[None].repeat(len(target_B), 0), first_base_B),
+        value_at(pods.times_T[None].repeat(len(target_B), 0), first_pods_B),
     )
-    steps_base_B = _at(_bootstrap_means(base.steps_S_T, idx_base_B_S), first_base_B)
-    steps_pods_B = _at(_bootstrap_means(pods.steps_S_T, idx_pods_B_S), first_pods_B)
-    elapsed_base_B = _at(_bootstrap_means(base.elapsed_S_T, idx_base_B_S), first_base_B)
-    elapsed_pods_B = _at(_bootstrap_means(pods.elapsed_S_T, idx_pods_B_S), first_pods_B)
+    steps_base_B = value_at(bootstrap_means(base.steps_S_T, idx_base_B_S), first_base_B)
+    steps_pods_B = value_at(bootstrap_means(pods.steps_S_T, idx_pods_B_S), first_pods_B)
+    elapsed_base_B = value_at(bootstrap_means(base.elapsed_S_T, idx_base_B_S), first_base_B)
+    elapsed_pods_B = value_at(bootstrap_means(pods.elapsed_S_T, idx_pods_B_S), first_pods_B)
     clock = clock or PaperClock((), (), (), (), "")
     paper_base_B, paper_pods_B = clock.seconds(steps_base_B, steps_pods_B)
     return {
@@ -256,7 +170,7 @@ def _speedup_interval(samples_B: np.ndarray, n_seeds: int, ci: float) -> tuple[f
     if n_seeds < MIN_SEEDS_SPEEDUP or samples_B.size == 0 or np.isnan(samples_B).all():
         return math.nan, math.nan, math.nan, math.nan, math.nan  # too few seeds, or no steps / clock
     low, high = expanded_ends(samples_B[None], ci, n_seeds)
-    cond_low, cond_high = _conditional("expanded", samples_B[None], ci, n_seeds)
+    cond_low, cond_high = conditional_ends("expanded", samples_B[None], ci, n_seeds)
     mc = expanded_mc_error(samples_B[None], ci, n_seeds)
     return float(low[0]), float(high[0]), float(cond_low[0]), float(cond_high[0]), float(mc[0])
 
@@ -285,7 +199,7 @@ def bootstrap_speedup(
     p_never, and for (i)-(iii) {name}_ci_low/high, {name}_ci_mc and {name}_cond_low/high (over the resamples in
     which PODS reached the target).
     """
-    base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
+    base, pods = arm_matrices(baseline_runs, baseline_steps), arm_matrices(pods_runs, pods_steps)
     names = SPEEDUPS[1:]
     nan_out = {"ci_low": math.nan, "ci_high": math.nan, "samples": np.array([]), "p_never": math.nan}
     nan_out |= {f"{n}_{k}_{e}": math.nan for n in names for k in ("ci", "cond") for e in ("low", "high")}
@@ -318,7 +232,7 @@ def point_speedups(
     optimizer step at the first grid point where each mean curve reaches it), training seconds there (here
     and on the paper's hardware), seconds per step per arm (mean training seconds / mean steps over runs),
     and the speed-ups (0 where PODS never reaches the target)."""
-    base, pods = _arm(baseline_runs, baseline_steps), _arm(pods_runs, pods_steps)
+    base, pods = arm_matrices(baseline_runs, baseline_steps), arm_matrices(pods_runs, pods_steps)
     all_base = np.arange(len(base.seeds))[None]
     all_pods = np.arange(len(pods.seeds))[None]
     res = _speedups(base, pods, all_base, all_pods, threshold, clock)
@@ -421,82 +335,6 @@ def printed_speedup(x: float) -> float:
     return math.floor(x * 10 + 1e-9) / 10 if math.isfinite(x) else x
 
 
-@functools.cache
-def cost_model():
-    """The fitted generation/update cost model (`pods.analysis.cost_model`, also `pods bench cost_model`)."""
-    from pods.analysis import cost_model as mod  # lazy: only the paper-hardware prediction needs it
-
-    return mod
-
-
-def paper_seconds_per_step(setting: str, paper_steps: pd.DataFrame | None = None) -> tuple[float, float, str]:
-    """(baseline s/step, PODS s/step, source) of a setting's arms on the paper's hardware.
-
-    First the authors' released logs (`paper_steps`: the steps.csv of `released`, whose `role`
-    column marks the arms of the paper sheet); else, for (a), (e) and (f), the same logs' s/step as
-    the package records them (`_stated_seconds_per_step`: the workflow with `released_logs: none`); else a
-    prediction of the linear cost model
-    c + g1 n + u1 m fitted to (a)'s eight released s/step values on 1 L40S (pods/analysis/cost_model.py,
-    `invert_paper`), at the n, m of the setting's paper arms, for single-GPU settings without
-    gradient accumulation; else NaN.
-    """
-    if paper_steps is not None and "role" in paper_steps.columns:
-        sub = paper_steps[paper_steps["setting"].astype(str) == str(setting)]
-        arms = [sub[sub["role"] == role] for role in registry.ROLES]
-        if all(len(a) and a["steps"].notna().any() for a in arms):
-            sps = [float(a["time_s"].mean() / a["steps"].mean()) for a in arms]
-            labels = [_label({"arm": a["arm"].iloc[0], "n": a["n"].iloc[0], "m": a["m"].iloc[0]}) for a in arms]
-            return (
-                sps[0],
-                sps[1],
-                f"released logs ({setting}): {labels[0]} vs {labels[1]}, {len(arms[0])}+{len(arms[1])} runs",
-            )
-    try:
-        main = registry.main_arms(registry.read_sheet(PAPER_SHEET)).get(setting)
-    except registry.SheetError:
-        main = None
-    stated = _stated_seconds_per_step(setting, main)
-    if stated is not None:
-        return stated
-    if main is None or any(a.extra_value("optim.grad_accum") for a in main.values()):
-        return math.nan, math.nan, "none: no released s/step and no single-GPU paper arms to predict"
-    fit = next(r for r in cost_model().invert_paper() if r["setting"] == "a")
-    c, g1, u1 = fit["fixed_s"], fit["g1_s"], fit["u1_s"]
-    b, q = main["baseline"], main["pods"]
-    sps = [c + g1 * a.n + u1 * a.m for a in (b, q)]
-    source = (
-        f"prediction: cost model c + g1 n + u1 m (c={c:.3g} s, g1={g1:.3g} s, u1={u1:.3g} s; fitted to (a)'s "
-        f"released s/step on 1xL40S, pods/analysis/cost_model.py) at n/m {b.n}/{b.m} vs {q.n}/{q.m}"
-    )
-    return sps[0], sps[1], source
-
-
-def _stated_seconds_per_step(setting: str, main: Mapping | None) -> tuple[float, float, str] | None:
-    """The released logs' s/step as the package records them (pods/analysis/cost_model.py constants), no logs read.
-
-    (a): the n/m sweep on 1 L40S at the paper arms' n/m (16/16 vs 64/16); (e)/(f): GRPO-GA vs PODS per
-    global step on 8 GPUs. None for the other settings (and for (a) arms outside the sweep).
-    """
-    cm = cost_model()
-    if setting in cm.PAPER_GLOBAL:
-        v = cm.PAPER_GLOBAL[setting]
-        return (
-            v["ga"],
-            v["pods"],
-            f"recorded: s/step of the released ({setting}) runs, {v['gpus']}, GRPO-GA vs PODS",
-        )
-    if setting == "a" and main is not None:
-        sweep = {(n, m): t for n, m, t in cm.PAPER_A_SWEEP}
-        b, q = main["baseline"], main["pods"]
-        if (b.n, b.m) in sweep and (q.n, q.m) in sweep:
-            return (
-                sweep[b.n, b.m],
-                sweep[q.n, q.m],
-                f"recorded: s/step of the released (a) runs, 1xL40S, at n/m {b.n}/{b.m} vs {q.n}/{q.m}",
-            )
-    return None
-
-
 def _select_steps(steps: pd.DataFrame | None, setting: str, sel: Mapping) -> pd.DataFrame | None:
     if steps is None:
         return None
@@ -541,14 +379,14 @@ def speedup_table(
     return pd.DataFrame(rows)
 
 
-def _arm_runs(df: pd.DataFrame, c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
+def arm_runs(df: pd.DataFrame, c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The baseline and PODS runs of comparison `c`; AnalysisInputError if an arm has none."""
     sub = select(df, setting=c.setting, dataset=c.dataset, metric=c.metric)
     base_runs, pods_runs = select(sub, **c.baseline), select(sub, **c.pods)
     for which, runs, sel in (("baseline", base_runs, c.baseline), ("PODS", pods_runs, c.pods)):
         if runs.empty:
             raise AnalysisInputError(
-                f"setting {c.setting}: no runs of the {which} arm ({_label(sel)}) on {c.dataset} / "
+                f"setting {c.setting}: no runs of the {which} arm ({selector_label(sel)}) on {c.dataset} / "
                 f"{c.metric}: train that arm (or fix its row of the run sheet); a comparison with a "
                 "missing arm has no speed-up"
             )
@@ -566,7 +404,7 @@ def _table_row(
     paper_curves: pd.DataFrame | None = None,
 ) -> dict:
     """One row of `speedup_table`: comparison `c` of the runs in `df`."""
-    base_runs, pods_runs = _arm_runs(df, c)
+    base_runs, pods_runs = arm_runs(df, c)
     base_steps, pods_steps = _select_steps(steps, c.setting, c.baseline), _select_steps(steps, c.setting, c.pods)
     paper_sps = paper_seconds_per_step(c.setting, paper_steps)
     clock = paper_clock(c.setting, paper_curves, paper_steps)
@@ -587,16 +425,11 @@ def _table_row(
         | baseline_late_gain(base_runs, n_boot, boot_seed)
         | baseline_trend(base_runs, n_boot, boot_seed)
     )
-    note = []
-    if not res["pods_reached"]:
-        note.append("PODS never reached the target")
-    if min(n_base, n_pods) < MIN_SEEDS_SPEEDUP:
-        note.append(_few_seeds(min(n_base, n_pods)))
     row = {
         "setting": c.setting,
         "setting_name": base_runs["setting_name"].iloc[0],
-        "baseline": _label(c.baseline),
-        "pods": _label(c.pods),
+        "baseline": selector_label(c.baseline),
+        "pods": selector_label(c.pods),
         "dataset": c.dataset,
         "metric": c.metric,
         "grid_s": float(np.median(grid)) if grid.size else math.nan,
@@ -624,25 +457,40 @@ def _table_row(
         "paper_elapsed_pods_s": point["paper_elapsed_pods_s"],
         "paper_sps_source": clock.source,
     }
+    return (
+        row
+        | _speedup_columns(point, boot)
+        | {
+            "p_pods_never": boot["p_never"],
+            "paper_speedup": c.paper if c.paper is not None else math.nan,
+            "n_seeds_baseline": n_base,
+            "n_seeds_pods": n_pods,
+            "n_boot": n_boot,
+            "interval": "expanded percentile bootstrap over seeds, never-reached resamples counted as 0",
+            "note": _note(res["pods_reached"], min(n_base, n_pods)),
+        }
+    )
+
+
+def _speedup_columns(point: dict, boot: dict) -> dict:
+    """Speed-ups (i)-(iii) of a table row: the point, its interval, the conditional one and their MC error."""
+    row = {}
     for name in SPEEDUPS[1:]:
         row[name] = point[name]
         for kind in ("ci", "cond"):
             for end in ("low", "high"):
                 row[f"{name}_{kind}_{end}"] = boot[f"{name}_{kind}_{end}"]
         row[f"{name}_ci_mc"] = boot[f"{name}_ci_mc"]
-    return row | {
-        "p_pods_never": boot["p_never"],
-        "paper_speedup": c.paper if c.paper is not None else math.nan,
-        "n_seeds_baseline": n_base,
-        "n_seeds_pods": n_pods,
-        "n_boot": n_boot,
-        "interval": "expanded percentile bootstrap over seeds, never-reached resamples counted as 0",
-        "note": "; ".join(note),
-    }
+    return row
 
 
 def _few_seeds(n: int) -> str:
     return f"no interval: {n} seed(s) per arm, below the {MIN_SEEDS_SPEEDUP} at which its 95% coverage holds"
+
+
+def _note(pods_reached: bool, n_seeds: int) -> str:
+    note = [] if pods_reached else ["PODS never reached the target"]
+    return "; ".join(note + ([_few_seeds(n_seeds)] if n_seeds < MIN_SEEDS_SPEEDUP else []))
 
 
 # fmt: off
@@ -681,26 +529,26 @@ def _ci_cell(row, col: str, digits: int) -> str:
     value = row.get(col, math.nan)
     if isinstance(value, float) and math.isnan(value) and _no_interval(row):
         return _no_interval(row)
-    return _fmt(value, digits)
+    return fmt_cell(value, digits)
 
 
 def _three_cells(row) -> list[str]:
     cells = [str(row["setting"])]
     for _, point, ci, digits in _THREE:
         if isinstance(point, tuple):
-            cells.append(" / ".join(_fmt(float(row.get(c, math.nan)), digits) for c in point))
+            cells.append(" / ".join(fmt_cell(float(row.get(c, math.nan)), digits) for c in point))
             continue
-        text = "never" if not row.get("t_pods_s", 0) < math.inf else _fmt(float(row.get(point, math.nan)), digits)
+        text = "never" if not row.get("t_pods_s", 0) < math.inf else fmt_cell(float(row.get(point, math.nan)), digits)
         if _no_interval(row):
             text += f" [{_no_interval(row)}]"
         else:
-            lo, hi = (_fmt(float(row.get(f"{ci}_ci_{e}", math.nan)), digits) for e in ("low", "high"))
+            lo, hi = (fmt_cell(float(row.get(f"{ci}_ci_{e}", math.nan)), digits) for e in ("low", "high"))
             text += f" [{lo}, {hi}]"
         cells.append(text)
     never = float(row.get("p_pods_never", math.nan))
     cells.append("-" if math.isnan(never) else f"{never:.0%}")
     cells.append(_plateau_cell(row))
-    cells.append(_fmt(float(row.get("paper_speedup", math.nan)), 1))
+    cells.append(fmt_cell(float(row.get("paper_speedup", math.nan)), 1))
     return cells
 
 
@@ -711,15 +559,15 @@ def _plateau_cell(row) -> str:
     share = float(row.get("peak_share_baseline", math.nan))
     if math.isnan(share):
         return "-"
-    at, last = (_fmt(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
+    at, last = (fmt_cell(float(row[c]), 0) for c in ("peak_at_baseline", "last_at_baseline"))
     parts = [f"{share:.2f}" if row.get("plateau_baseline") else f"{share:.2f}, no plateau"]
     p_plateau = float(row.get("p_plateau_baseline", math.nan))
     if not math.isnan(p_plateau):
         parts[0] += f", {p_plateau:.0%} of resamples peak before {PLATEAU_SHARE:.0%}"
     if not row.get("plateau_baseline") and not math.isnan(float(row.get("late_gain_baseline", math.nan))):
-        parts.append(f"late gain {_points(row, 'late_gain_baseline')}")
+        parts.append(f"late gain {points_text(row, 'late_gain_baseline')}")
     if not math.isnan(float(row.get("trend_baseline", math.nan))):
-        parts.append(f"2nd-half trend {_points(row, 'trend_baseline')}")
+        parts.append(f"2nd-half trend {points_text(row, 'trend_baseline')}")
     return f"{at} of {last} ({'; '.join(parts)})"
 
 
@@ -732,7 +580,7 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
     df.to_csv(paths[0], index=False)
     cols = [(c, h, d) for c, h, d in _SHOWN if c in df.columns]
     cells = [
-        [_ci_cell(r, c, d) if c in ("ci_low", "ci_high") else _fmt(r[c], d) for c, _, d in cols]
+        [_ci_cell(r, c, d) if c in ("ci_low", "ci_high") else fmt_cell(r[c], d) for c, _, d in cols]
         for _, r in df.iterrows()
     ]
     head = [h for _, h, _ in cols]
@@ -789,7 +637,7 @@ def write_table(df: pd.DataFrame, stem: str | Path) -> list[Path]:
 def _arm_selector(rec: registry.Setting, arm: registry.Arm) -> dict:
     """{"arm", "n", "m", "grad_accum"} of a sheet row at paper scale (YAML values where the row
     does not override them)."""
-    base = _paper_defaults(rec)
+    base = paper_defaults(rec)
     ga = int(arm.extra_value("optim.grad_accum") or base["ga"])
     normalize = arm.extra_value("rollout.normalize") or base["norm"]
     return {"arm": arm_label(arm.n, arm.m, arm.rule, normalize, ga), "n": arm.n, "m": arm.m, "grad_accum": ga}
@@ -809,3 +657,57 @@ def released_comparisons(sheet: str | Path = PAPER_SHEET) -> list[Comparison]:
         base, pods = (_arm_selector(rec, main[letter][role]) for role in registry.ROLES)
         out.append(Comparison(letter, rec.dataset, rec.metric, base, pods, rec.paper_speedup))
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the command: pods analysis time-to-peak
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--curves", required=True, help=command.CURVES_HELP)
+    p.add_argument("--out-dir", required=True, help="where time_to_peak.* is written")
+    p.add_argument("--metric", help=command.METRIC_HELP)
+    p.add_argument("--steps", help="steps.csv of the same runs: this machine's seconds per step, speed-up (ii)")
+    p.add_argument(
+        "--paper-steps",
+        help="steps.csv of `released` (the authors' logs): paper-hardware seconds per step, speed-up (iii); "
+        "settings without released logs use the cost model (pods/analysis/cost_model.py)",
+    )
+    p.add_argument(
+        "--paper-curves",
+        help="curves.csv of `released`: the paper hardware's training time at each step count, for speed-up "
+        "(iii) (else --paper-steps' mean seconds per step)",
+    )
+
+
+def run(args) -> int:
+    out = command.check_out_dir(args.out_dir)
+    curves = command.read_until(args)
+    steps = read_steps(args.steps)
+    if args.steps and steps is None:
+        raise AnalysisInputError(f"steps table {args.steps} is missing or empty: `collect` writes it")
+    paper_steps = read_steps(args.paper_steps)
+    if args.paper_steps and paper_steps is None:
+        raise AnalysisInputError(
+            f"{args.paper_steps} is missing or empty: `python -m pods.analysis released` writes it"
+        )
+    paper_curves = read_curves(args.paper_curves) if args.paper_curves else None
+    table = speedup_table(
+        curves, default_comparisons(curves, args.metric), args.threshold, args.n_boot, args.boot_seed,
+        steps, paper_steps, paper_curves,
+    )  # fmt: skip
+    if table.empty:
+        raise AnalysisInputError(
+            f"{args.curves} has no setting with both a baseline and a PODS run (the run sheet's "
+            "`role` column, passed to `collect --sheet`): train both arms first"
+        )
+    written = write_table(table, out / "time_to_peak")
+    print_table(table)
+    return command.wrote(written)
+
+
+def print_table(table: pd.DataFrame) -> None:
+    """The main columns of a time-to-peak table, on stdout."""
+    cols = ["setting", "metric", "t_baseline_s", "t_pods_s", "speedup", "speedup_exact", "ci_low", "ci_high"]
+    cols += ["speedup_steps", "speedup_wall", "speedup_paper_hw", "p_pods_never", "paper_speedup"]
+    print(table[cols].to_string(index=False))

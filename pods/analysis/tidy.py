@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -68,26 +67,6 @@ PAPER_SHEET = registry.repo_file("config/runs.tsv")  # in a checkout or shipped 
 
 class AnalysisInputError(ValueError):
     """Missing or unusable input; the CLI turns it into exit code 2."""
-
-
-def arm_rng(seed: int, *key) -> np.random.Generator:
-    """The bootstrap generator of one arm: seeded from the table's `seed` and the arm's configuration
-    (setting, n, m, rule, normalize, grad_accum; each part hashed with CRC-32, so the same on every machine
-    and Python), not from the arms drawn before it. So adding or dropping an arm of a table leaves every other arm's
-    interval as it was, and two arms get independent draws."""
-
-    def text(part) -> str:  # 16, 16.0 and np.int64(16) alike: a float column of n or m seeds as an int one
-        if isinstance(part, (int, float, np.integer, np.floating)) and float(part).is_integer():
-            return str(int(part))
-        return str(part)
-
-    return np.random.default_rng([int(seed), *(zlib.crc32(text(part).encode()) for part in key)])
-
-
-def boot_means(values_S: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """The means of `n_boot` resamples (with replacement) of one arm's per-seed values `values_S`."""
-    idx_B_S = rng.integers(0, len(values_S), size=(n_boot, len(values_S)))
-    return values_S[idx_B_S].mean(axis=1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -139,7 +118,7 @@ SHARE_METRICS = ("kept_frac_zero_std", "frac_zero_std")
 NONNEGATIVE_METRICS = ("completion_len_mean",)
 
 
-def _load_json(path: Path, what: str = "") -> object:
+def load_json(path: Path, what: str = "") -> object:
     """json.loads of a file; AnalysisInputError naming the file when it is not JSON."""
     try:
         return json.loads(Path(path).read_text())
@@ -147,7 +126,7 @@ def _load_json(path: Path, what: str = "") -> object:
         raise AnalysisInputError(f"{path}: not valid JSON ({err}){what}") from None
 
 
-def _fraction(value, where: str, metric: str) -> float:
+def as_fraction(value, where: str, metric: str) -> float:
     """A fraction metric's value as float; AnalysisInputError naming `where` unless it is in [0, 1]."""
     try:
         x = float(value)
@@ -161,7 +140,7 @@ def _fraction(value, where: str, metric: str) -> float:
     return x
 
 
-def _number(value, where: str, metric: str) -> float:
+def as_number(value, where: str, metric: str) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -172,20 +151,20 @@ def _number(value, where: str, metric: str) -> float:
 
 
 # fmt: off
-def _ident(setting, name, n, m, rule, normalize, ga, seed, primary, role="") -> dict:
+def run_ident(setting, name, n, m, rule, normalize, ga, seed, primary, role="") -> dict:
     """The identity columns of one run (CURVE_COLUMNS up to seed, plus primary_dataset)."""
     return dict(setting=setting, setting_name=name, arm=arm_label(n, m, rule, normalize, ga), role=role, n=n, m=m,
                 rule=rule, normalize=normalize, grad_accum=ga, seed=seed, primary_dataset=primary)
 
 
-def _row(ident, grid, time_s, time_s_raw, step, dataset, metric, value, source) -> dict:
+def curve_row(ident, grid, time_s, time_s_raw, step, dataset, metric, value, source) -> dict:
     """One tidy curve row."""
     return {**ident, "grid": int(grid), "time_s": float(time_s), "time_s_raw": float(time_s_raw), "step": step,
             "dataset": dataset, "metric": metric, "value": float(value), "source": str(source)}
 # fmt: on
 
 
-def _step_ident(ident: dict) -> dict:
+def step_ident(ident: dict) -> dict:
     return {c: ident[c] for c in STEP_COLUMNS if c in ident}
 
 
@@ -227,7 +206,7 @@ def _check_text(path: Path, what: str) -> None:
         )
 
 
-def _paper_defaults(rec: registry.Setting) -> dict:
+def paper_defaults(rec: registry.Setting) -> dict:
     """rollout.normalize and optim.grad_accum of a setting's paper-scale YAML (its run-name base)."""
     path = registry.repo_file(rec.experiments.get("paper", ""))
     cfg = yaml.safe_load(path.read_text()) if path.is_file() else {}
@@ -241,7 +220,7 @@ def _paper_defaults(rec: registry.Setting) -> dict:
 # reading and selecting tables
 
 
-def _tidy(df: pd.DataFrame) -> pd.DataFrame:
+def tidy_frame(df: pd.DataFrame) -> pd.DataFrame:
     df = df.astype({"n": int, "m": int, "grad_accum": int, "seed": int, "grid": int})
     df["role"] = df["role"].fillna("").astype(str)
     return df.sort_values(
