@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 SCALE = "tiny"
+JOB_COMMAND = "bash scripts/install.sh && .venv/bin/snakemake -c2 --config released_logs=DIR"
 TINY_FILES = ("job.json", "curves.csv.gz", "steps.csv.gz", "jobs.tsv")
 # Curves columns that are measured in seconds: a recomputation agrees on everything else.
 _MACHINE_COLUMNS = ("time_s", "time_s_raw", "source")
@@ -195,66 +196,87 @@ def same_curves(old: pd.DataFrame, new: pd.DataFrame) -> bool:
     return a.shape == b.shape and bool((a.astype(str) == b.astype(str)).all().all())
 
 
-def record_sitting(root: str | Path, data: str | Path, wall_s: float, install_s: float | None = None) -> dict:
-    """Add the finished runs of the job under ``root`` to the record in ``data``/tiny/ (see the module
-    docstring); returns what the sitting added (``{"added": N, "agreed": K, "recorded": R, "expected": E}``)."""
-    root, data = Path(root), Path(data)
-    expected = expected_runs()
+def _sitting_tables(root: Path, expected: dict[str, ExpectedRun]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The curves and steps of the finished runs under ``root`` (their fingerprints checked; per-run seconds,
+    sources relative to the root) and the runs found that the default job does not make."""
+    from pods.config.scales import load_scales
+
     dirs, foreign = _finished_dirs(root, expected)
     if not dirs:
         raise AnalysisInputError(
             f"{root / 'runs'}: no finished run of the default job (a summary.json); run `.venv/bin/snakemake -c2` first"
         )
     prints = _check_fingerprints(dirs, root, expected)
-    from pods.config.scales import load_scales
-
-    sheet = registry.repo_file(load_scales()[SCALE]["runs"])
-    curves, steps = load_runs_at(dirs, sheet=sheet)
+    curves, steps = load_runs_at(dirs, sheet=registry.repo_file(load_scales()[SCALE]["runs"]))
     steps = steps.copy()
     steps["run"] = [_folder_of(s) for s in steps["source"]]
-    # sources relative to the job's root: the record names no folder of the machine that made it
     extra = pd.DataFrame([_summary_seconds(Path(s)) for s in steps["source"]], index=steps.index)
+    # sources relative to the job's root: the record names no folder of the machine that made it
     steps["source"] = ["runs/" + r for r in steps["run"]]
     curves = curves.assign(source=["runs/" + _folder_of(s) for s in curves["source"]])
     steps["config_sha256"] = [prints[k] for k in steps["run"]]
-    steps = pd.concat([steps, extra], axis=1)
-    old_curves, old_steps, job, jobs = _read(data)
-    sitting = 1 + len((job or {}).get("sittings", []))
-    steps["sitting"] = sitting
-    agreed, add_keys = 0, []
-    old_keys = set() if old_steps is None else {_run_key(r) for _, r in old_steps.iterrows()}
-    for _, row in steps.iterrows():
-        key = _run_key(row)
+    return curves, pd.concat([steps, extra], axis=1), foreign
+
+
+def _keys(df: pd.DataFrame) -> pd.Series:
+    return df[RUN_KEY].astype(str).apply(tuple, axis=1)
+
+
+def _new_runs(curves, steps, old_curves, old_steps) -> tuple[set, int]:
+    """The run keys of ``steps`` the record lacks, and how many it holds already with the same curves
+    (AnalysisInputError for one it holds with other curves: the record keeps the first)."""
+    old_keys = set() if old_steps is None else set(_keys(old_steps))
+    add, agreed = set(), 0
+    for key, row in zip(_keys(steps), steps.itertuples(), strict=True):
         if key not in old_keys:
-            add_keys.append(key)
-            continue
-        sel_new = (curves[RUN_KEY].astype(str).apply(tuple, axis=1)) == key
-        sel_old = (old_curves[RUN_KEY].astype(str).apply(tuple, axis=1)) == key
-        if not same_curves(old_curves[sel_old], curves[sel_new]):
+            add.add(key)
+        elif same_curves(old_curves[_keys(old_curves) == key], curves[_keys(curves) == key]):
+            agreed += 1
+        else:
             raise AnalysisInputError(
-                f"{row['source']}: recomputes the recorded run {row['run']} with other curves; the record keeps "
-                "the first. Compare the two with scripts/compare_runs.py; a difference across CPUs of another "
-                "vendor is expected (docs/reproduce.md), then record this host's job in its own data folder (--data)"
+                f"{row.source}: recomputes the recorded run {row.run} with other curves; the record keeps the "
+                "first. Compare the two with scripts/compare_runs.py; a difference across CPUs of another vendor is "
+                "expected (docs/reproduce.md), then record this host's job in its own data folder (--data)"
             )
-        agreed += 1
-    add = set(add_keys)
-    in_add = lambda df: df[RUN_KEY].astype(str).apply(tuple, axis=1).isin(add)  # noqa: E731
-    new_curves = curves[in_add(curves)]
-    new_steps = steps[in_add(steps)]
-    all_curves = new_curves if old_curves is None else pd.concat([old_curves, new_curves], ignore_index=True)
-    all_steps = new_steps if old_steps is None else pd.concat([old_steps, new_steps], ignore_index=True)
-    # per-job seconds of the replay: this sitting's jobs that are new to the record
-    names = {f"train/{r}" for r in new_steps["run"]}
+    return add, agreed
+
+
+def _jobs(root: Path, runs: pd.Series, jobs: list[dict] | None) -> list[dict]:
+    """The record's per-job seconds with this sitting's new jobs (its new runs, its model builds) added."""
+    names = {f"train/{r}" for r in runs}
     try:
         table = jobtime.job_table(root)
     except jobtime.JobTimeError:  # runs trained outside Snakemake leave no benchmark files: no replay for them
         table = []
-    sitting_jobs = [j for j in table if j["kind"] != "run" or j["name"] in names]
     known = {j["name"] for j in jobs or []}
-    all_jobs = [*(jobs or []), *(j for j in sitting_jobs if j["name"] not in known)]
+    return [*(jobs or []), *(j for j in table if (j["kind"] != "run" or j["name"] in names) and j["name"] not in known)]
+
+
+def _job_meta(job: dict | None, meta: dict, expected: int, recorded: int) -> dict:
+    job = dict(job or {})
+    job.update(command=JOB_COMMAND, scale=SCALE, sittings=[*job.get("sittings", []), meta])
+    job.update(runs_expected=expected, runs_recorded=recorded, wall_s=sum(float(s["wall_s"]) for s in job["sittings"]))
+    first = job["sittings"][0]
+    job.update(cores=first["cores"], cpu=first["cpu"], python=first["python"], torch=first["torch"])
+    job["install_s"] = first.get("install_s")
+    return job
+
+
+def record_sitting(root: str | Path, data: str | Path, wall_s: float, install_s: float | None = None) -> dict:
+    """Add the finished runs of the job under ``root`` to the record in ``data``/tiny/ (see the module
+    docstring); returns what the sitting added (``{"added": N, "agreed": K, "recorded": R, "expected": E}``)."""
+    root, data = Path(root), Path(data)
+    expected = expected_runs()
+    curves, steps, foreign = _sitting_tables(root, expected)
+    old_curves, old_steps, job, jobs = _read(data)
+    steps["sitting"] = 1 + len((job or {}).get("sittings", []))
+    add, agreed = _new_runs(curves, steps, old_curves, old_steps)
+    new_curves, new_steps = curves[_keys(curves).isin(add)], steps[_keys(steps).isin(add)]
+    all_curves = new_curves if old_curves is None else pd.concat([old_curves, new_curves], ignore_index=True)
+    all_steps = new_steps if old_steps is None else pd.concat([old_steps, new_steps], ignore_index=True)
     meta = {
         **_host(),
-        "sitting": sitting,
+        "sitting": int(steps["sitting"].iloc[0]),
         "wall_s": float(wall_s),
         "install_s": None if install_s is None else float(install_s),
         "runs_added": len(add),
@@ -263,24 +285,15 @@ def record_sitting(root: str | Path, data: str | Path, wall_s: float, install_s:
         "run_cpu_s": float(pd.to_numeric(new_steps["cpu_s_last_session"], errors="coerce").sum()),
         "commit": _commit(root),
     }
-    job = dict(job or {})
-    job["command"] = "bash scripts/install.sh && .venv/bin/snakemake -c2 --config released_logs=DIR"
-    job["scale"] = SCALE
-    job["sittings"] = [*job.get("sittings", []), meta]
-    job["runs_expected"] = len(expected)
-    job["runs_recorded"] = len(all_steps)
-    job["wall_s"] = sum(float(s["wall_s"]) for s in job["sittings"])
-    first = job["sittings"][0]
-    job.update(cores=first["cores"], cpu=first["cpu"], python=first["python"], torch=first["torch"])
-    job["install_s"] = first.get("install_s")
     tiny = data / "tiny"
     tiny.mkdir(parents=True, exist_ok=True)
     gz = {"method": "gzip", "mtime": 0}
-    all_curves.sort_values(RUN_KEY + ["dataset", "metric", "grid"]).to_csv(
+    all_curves.sort_values([*RUN_KEY, "dataset", "metric", "grid"]).to_csv(
         tiny / "curves.csv.gz", index=False, compression=gz
     )
     all_steps.sort_values(RUN_KEY).to_csv(tiny / "steps.csv.gz", index=False, compression=gz)
-    jobtime.write_jobs(all_jobs, tiny / "jobs.tsv")
+    jobtime.write_jobs(_jobs(root, new_steps["run"], jobs), tiny / "jobs.tsv")
+    job = _job_meta(job, meta, len(expected), len(all_steps))
     (tiny / "job.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
     return {"added": len(add), "agreed": agreed, "recorded": len(all_steps), "expected": len(expected)}
 
