@@ -78,3 +78,24 @@ def test_cli_prints_the_replays(tmp_path, capsys):
     assert "8 jobs (2 builds, 5 runs, 1 other): 335 s of one core" in out
     assert "on   2 cores:      200 s" in out
     assert (tmp_path / "j.tsv").exists()
+
+
+def test_cpu_seconds_are_kept_and_replayed(tmp_path):
+    """A job's CPU seconds (Snakemake's `cpu_time`) travel with the table, and the replay can use them: on a shared
+    host the wall seconds measure the neighbours."""
+    from pods.analysis import jobtime
+
+    logs = tmp_path / "results" / "logs"
+    for name, wall, cpu in (("train/a/x/seed~0", 30.0, 10.0), ("train/a/x/seed~1", 40.0, 12.0)):
+        f = logs / f"{name}.benchmark.tsv"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{wall}\t0:00:30\t1\t{cpu}\n")
+    rows = jobtime.job_table(tmp_path / "results")
+    assert [r[jobtime.CPU_COLUMN] for r in rows] == [10.0, 12.0]
+    back = jobtime.read_jobs(jobtime.write_jobs(rows, tmp_path / "jobs.tsv"))
+    assert jobtime.has_cpu(back)
+    assert jobtime.project(back, 1) == 70.0
+    assert jobtime.project(back, 1, jobtime.CPU_COLUMN) == 22.0
+    assert jobtime.project(back, 2, jobtime.CPU_COLUMN) == 12.0
+    (logs / "train/a/x/seed~1.benchmark.tsv").write_text("s\tmax_rss\n40.0\t1\n")  # an older file: wall only
+    assert not jobtime.has_cpu(jobtime.job_table(tmp_path / "results"))

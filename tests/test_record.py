@@ -138,3 +138,20 @@ def test_a_recomputed_run_is_compared_with_the_record(fake_job, tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert f"DIFFERENT     {sorted(expected)[0]}" in done.stdout
+
+
+def test_cpu_runs_carry_their_cpu_clock_into_the_curves(job):
+    """CPU runs' curves carry cpu_time_s (their training clock in CPU seconds), which speed-up (ii) reads."""
+    from pods.analysis.collect import load_runs_at
+    from pods.analysis.curves import arm_matrices
+
+    root, _ = job
+    dirs = sorted(p.parent for p in (root / "runs").glob("*/*/seed~*/summary.json"))
+    curves, steps = load_runs_at(dirs)
+    assert curves["cpu_time_s"].notna().all()
+    assert "cpu_time_s" in steps
+    acc = curves[(curves["dataset"] == "arith") & (curves["metric"] == "accuracy")]
+    one = acc[acc["seed"] == acc["seed"].iloc[0]]
+    m = arm_matrices(one[one["arm"] == one["arm"].iloc[0]])
+    got = m.elapsed_S_T[0][~pd.isna(m.elapsed_S_T[0])]
+    assert list(got) == list(one[one["arm"] == one["arm"].iloc[0]].query("time_s > 0")["cpu_time_s"])

@@ -124,6 +124,9 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
     # seeds are then aligned by step and time_s stays the logged time).
     every_steps = ev.get("every_steps")
     grid_s = float(ev.get("every_s") or 1800)
+    # A CPU run's training clock in CPU seconds (cpu_time_s), beside its wall seconds: on a shared host the wall
+    # clock measures the neighbours; on a GPU the process's CPU seconds are not the run's time, so none is kept.
+    cpu_clock = (cfg.get("hardware") or {}).get("device") == "cpu" or (cfg.get("meta") or {}).get("device") == "cpu"
 
     def grid_of(time_s: float, step: int, ceil: bool = False) -> tuple[int, float]:
         if every_steps:
@@ -148,6 +151,8 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
                 check = as_fraction if metric in FRACTION_METRICS else as_number
                 value = check(rec[metric], where, metric)
                 rows.append(curve_row(ident, k, t_grid, t, step, rec["dataset"], metric, value, run_dir))
+                if cpu_clock and rec.get("cpu_time_s") is not None:
+                    rows[-1]["cpu_time_s"] = as_number(rec["cpu_time_s"], where, "cpu_time_s")
     step_row = {**step_ident(ident), "source": str(run_dir)}
     policy = (cfg.get("meta") or {}).get("policy")
     if isinstance(policy, dict) and policy.get("weights_sha256"):
@@ -156,6 +161,8 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
     if mdf.empty:
         return rows, step_row
     step_row.update(time_s=float(mdf["time_s"].iloc[-1]), steps=int(mdf["step"].iloc[-1]))
+    if cpu_clock and "cpu_time_s" in mdf and mdf["cpu_time_s"].notna().all():
+        step_row["cpu_time_s"] = float(mdf["cpu_time_s"].iloc[-1])
     for col, key in (("gen_time_s", "gen_s_per_step"), ("update_time_s", "update_s_per_step")):
         if col in mdf:
             step_row[key] = float(mdf[col].mean())
@@ -175,6 +182,8 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
             t_grid = grid_of(t_last, step_last, ceil=True)[1]
             value = float(grp[metric].mean())
             rows.append(curve_row(ident, k, t_grid, t_last, step_last, "train", metric, value, run_dir))
+            if cpu_clock and "cpu_time_s" in grp and grp["cpu_time_s"].notna().all():
+                rows[-1]["cpu_time_s"] = float(grp["cpu_time_s"].iloc[-1])
     _check_finished(run_dir)  # after the analysis's own reading, whose messages are more specific
     return rows, step_row
 
@@ -215,9 +224,12 @@ def collect_runs(
     _warn_mixed_policies(step_rows)
     if not rows:
         raise AnalysisInputError(f"every eval.jsonl under {root} is empty: {how}")
-    steps = pd.DataFrame(step_rows).reindex(columns=STEP_COLUMNS)
+    # cpu_time_s (CPU runs' training clock in CPU seconds) is a column only where every run has it
+    curves, steps = pd.DataFrame(rows), pd.DataFrame(step_rows)
+    cpu = ["cpu_time_s"] if "cpu_time_s" in curves and curves["cpu_time_s"].notna().all() else []
+    steps = steps.reindex(columns=[*STEP_COLUMNS, *(cpu if "cpu_time_s" in steps else [])])
     steps["seconds_per_step"] = steps["time_s"] / steps["steps"]
-    return tidy_frame(pd.DataFrame(rows).reindex(columns=CURVE_COLUMNS)), steps
+    return tidy_frame(curves.reindex(columns=[*CURVE_COLUMNS, *cpu])), steps
 
 
 def _refuse_duplicate_seeds(step_rows: list[dict]) -> None:

@@ -93,12 +93,15 @@ def arm_matrices(runs: pd.DataFrame, run_steps: pd.DataFrame | None = None) -> A
     else:  # tidy rows without optimizer steps: no steps-based speed-ups
         steps = pd.DataFrame(np.nan, index=wide.index, columns=wide.columns)
     times = runs.groupby("grid")["time_s"].mean().reindex(wide.columns)
-    elapsed = runs.pivot_table(index="seed", columns="grid", values="time_s", aggfunc="first")
+    # (ii)'s clock: CPU seconds where every evaluation has them (CPU runs, pods.analysis.collect), else wall
+    clock = "cpu_time_s" if "cpu_time_s" in runs and runs["cpu_time_s"].notna().all() else "time_s"
+    elapsed = runs.pivot_table(index="seed", columns="grid", values=clock, aggfunc="first")
     elapsed = elapsed.reindex(index=wide.index, columns=wide.columns)
     run_time = run_steps_n = np.full(len(wide), np.nan)
     if run_steps is not None and len(run_steps):
-        per_seed = run_steps.groupby("seed")[["time_s", "steps"]].mean().reindex(wide.index)
-        run_time, run_steps_n = per_seed["time_s"].to_numpy(float), per_seed["steps"].to_numpy(float)
+        step_clock = "cpu_time_s" if clock == "cpu_time_s" and "cpu_time_s" in run_steps else "time_s"
+        per_seed = run_steps.groupby("seed")[[step_clock, "steps"]].mean().reindex(wide.index)
+        run_time, run_steps_n = per_seed[step_clock].to_numpy(float), per_seed["steps"].to_numpy(float)
     return ArmMatrices(
         wide.index.to_numpy(),
         times.to_numpy(float),

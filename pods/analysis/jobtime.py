@@ -26,10 +26,22 @@ from pathlib import Path
 from pods.analysis.tidy import AnalysisInputError
 
 JOB_COLUMNS = ("kind", "name", "model", "seconds")
+# Optional: the job's CPU seconds (Snakemake's `cpu_time`, or a run's own process_time from its summary.json):
+# on a shared host the wall seconds measure the neighbours as much as the job, so the replay prefers these.
+CPU_COLUMN = "cpu_seconds"
 
 
 class JobTimeError(AnalysisInputError):
     """A benchmark file or jobs table that cannot be read; the message says which and how to fix it."""
+
+
+def _cpu_seconds(path: Path) -> float | None:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            value = float(list(csv.DictReader(fh, delimiter="\t"))[-1]["cpu_time"])
+    except (OSError, UnicodeDecodeError, KeyError, IndexError, ValueError, TypeError, csv.Error):
+        return None
+    return value if value >= 0 and value != float("inf") else None
 
 
 def _seconds(path: Path) -> float:
@@ -75,6 +87,9 @@ def job_table(root: str | Path) -> list[dict]:
         else:
             rows.append({"kind": "other", "name": name, "model": ""})
         rows[-1]["seconds"] = _seconds(path)
+        cpu = _cpu_seconds(path)
+        if cpu is not None:
+            rows[-1][CPU_COLUMN] = cpu
     if not rows:
         raise JobTimeError(f"{logs}: no *.benchmark.tsv files; run the workflow first")
     return rows
@@ -82,11 +97,14 @@ def job_table(root: str | Path) -> list[dict]:
 
 def write_jobs(rows: Sequence[dict], path: str | Path) -> Path:
     path = Path(path)
+    cpu = all(r.get(CPU_COLUMN) is not None for r in rows)
     with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=JOB_COLUMNS, delimiter="\t", lineterminator="\n")
+        fields = [*JOB_COLUMNS, *([CPU_COLUMN] if cpu else [])]
+        w = csv.DictWriter(fh, fieldnames=fields, delimiter="\t", lineterminator="\n", extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({**r, "seconds": f"{r['seconds']:.2f}"})
+            w.writerow({**r, "seconds": f"{r['seconds']:.2f}",
+                        **({CPU_COLUMN: f"{r[CPU_COLUMN]:.2f}"} if cpu else {})})  # fmt: skip
     return path
 
 
@@ -95,6 +113,11 @@ def read_jobs(path: str | Path) -> list[dict]:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh, delimiter="\t"))
         out = [{**r, "seconds": float(r["seconds"])} for r in rows]
+        for r in out:
+            if r.get(CPU_COLUMN) not in (None, ""):
+                r[CPU_COLUMN] = float(r[CPU_COLUMN])
+            else:
+                r.pop(CPU_COLUMN, None)
     except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError, csv.Error) as e:
         raise JobTimeError(
             f"{path}: not a jobs table with columns {', '.join(JOB_COLUMNS)} ({type(e).__name__})"
@@ -104,10 +127,18 @@ def read_jobs(path: str | Path) -> list[dict]:
     return out
 
 
-def project(rows: Sequence[dict], cores: int) -> float:
-    """Makespan in seconds of the jobs on `cores` single-threaded slots (builds before their runs)."""
+def has_cpu(rows: Sequence[dict]) -> bool:
+    """Whether every job has its CPU seconds (then the replay can use them)."""
+    return bool(rows) and all(r.get(CPU_COLUMN) is not None for r in rows)
+
+
+def project(rows: Sequence[dict], cores: int, key: str = "seconds") -> float:
+    """Makespan in seconds of the jobs on `cores` single-threaded slots (builds before their runs), each job
+    taking its `key` seconds ("seconds": wall, as measured; CPU_COLUMN: its CPU seconds)."""
     if cores < 1:
         raise JobTimeError(f"cores={cores}: give a whole number >= 1")
+    if key != "seconds":
+        rows = [{**r, "seconds": r[key]} for r in rows]
     builds = {r["model"]: r for r in rows if r["kind"] == "build"}
     waiting: dict[str, list] = {}
     ready: list = []
@@ -165,4 +196,10 @@ def run(args) -> int:
           f"{total:.0f} s of one core")  # fmt: skip
     for c in cores:
         print(f"  on {c:>3} cores: {project(rows, c):8.0f} s  ({project(rows, c) / 60:.1f} min)")
+    if has_cpu(rows):
+        cpu = sum(r[CPU_COLUMN] for r in rows)
+        print(f"in CPU seconds (what the jobs cost on an idle host): {cpu:.0f} s of one core")
+        for c in cores:
+            t = project(rows, c, CPU_COLUMN)
+            print(f"  on {c:>3} cores: {t:8.0f} s  ({t / 60:.1f} min)")
     return 0

@@ -241,13 +241,18 @@ def _new_runs(curves, steps, old_curves, old_steps) -> tuple[set, int]:
     return add, agreed
 
 
-def _jobs(root: Path, runs: pd.Series, jobs: list[dict] | None) -> list[dict]:
-    """The record's per-job seconds with this sitting's new jobs (its new runs, its model builds) added."""
-    names = {f"train/{r}" for r in runs}
+def _jobs(root: Path, steps: pd.DataFrame, jobs: list[dict] | None) -> list[dict]:
+    """The record's per-job seconds with this sitting's new jobs (its new runs, its model builds) added; a run's
+    CPU seconds are its own process's (summary.json), which Snakemake's sampled `cpu_time` only approaches."""
+    cpu = {f"train/{r}": c for r, c in zip(steps["run"], steps["cpu_s_last_session"], strict=True)}
+    names = set(cpu)
     try:
         table = jobtime.job_table(root)
     except jobtime.JobTimeError:  # runs trained outside Snakemake leave no benchmark files: no replay for them
         table = []
+    for j in table:
+        if j["name"] in cpu and pd.notna(cpu[j["name"]]):
+            j[jobtime.CPU_COLUMN] = float(cpu[j["name"]])
     known = {j["name"] for j in jobs or []}
     return [*(jobs or []), *(j for j in table if (j["kind"] != "run" or j["name"] in names) and j["name"] not in known)]
 
@@ -292,7 +297,7 @@ def record_sitting(root: str | Path, data: str | Path, wall_s: float, install_s:
         tiny / "curves.csv.gz", index=False, compression=gz
     )
     all_steps.sort_values(RUN_KEY).to_csv(tiny / "steps.csv.gz", index=False, compression=gz)
-    jobtime.write_jobs(_jobs(root, new_steps["run"], jobs), tiny / "jobs.tsv")
+    jobtime.write_jobs(_jobs(root, new_steps, jobs), tiny / "jobs.tsv")
     job = _job_meta(job, meta, len(expected), len(all_steps))
     (tiny / "job.json").write_text(json.dumps(job, indent=1) + "\n", encoding="utf-8")
     return {"added": len(add), "agreed": agreed, "recorded": len(all_steps), "expected": len(expected)}

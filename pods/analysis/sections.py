@@ -278,10 +278,14 @@ def job_sentence(rec: Records) -> str:
         return partial_text(rec)
     sittings = job.get("sittings") or []
     how = f" in {len(sittings)} sittings" if len(sittings) > 1 else " from a fresh clone"
+    key = jobtime.CPU_COLUMN if jobtime.has_cpu(rec.jobs) else "seconds"
+    cores = int(job.get("cores", 2))
     return (
         f"The tiny default job (every figure and table of the tiny scale) took {_minutes(float(job['wall_s']))}{how} "
-        f"on {int(job.get('cores', 2))} cores ({job.get('cpu', 'a CPU')}); projected "
-        f"{_minutes(jobtime.project(rec.jobs, 8))} on 8 and {_minutes(jobtime.project(rec.jobs, 16))} on 16."
+        f"on {cores} shared cores ({job.get('cpu', 'a CPU')}); from its jobs' "
+        f"{'CPU' if key != 'seconds' else 'wall'} seconds, {_minutes(jobtime.project(rec.jobs, cores, key))} on "
+        f"{cores} idle cores, {_minutes(jobtime.project(rec.jobs, 8, key))} on 8 and "
+        f"{_minutes(jobtime.project(rec.jobs, 16, key))} on 16."
     )
 
 
@@ -532,9 +536,16 @@ def sec_cost(rec: Records, t: Tables) -> str:
     text = (f"Measured: `{job['command']}` on {cores} cores ({job.get('cpu', '?')}, torch {job.get('torch', '?')}): "
             f"{_minutes(float(job['wall_s']))}"
             + (f" (install {int(round(float(job['install_s'])))} s)" if job.get("install_s") else "")
-            + f"; its {len(rec.jobs)} training, build and benchmark jobs took {_minutes(total)} of one core in all. "
-            f"Replayed on more cores from the same per-job seconds (`pods analysis job-time`): "
-            f"{_minutes(proj[cores])} on {cores} (the check), {_minutes(proj[8])} on 8, {_minutes(proj[16])} on 16.")  # fmt: skip
+            + f"; its {len(rec.jobs)} training, build and benchmark jobs took {_minutes(total)} of one core in all "
+            f"(wall). Replayed from the same per-job wall seconds (`pods analysis job-time`): {_minutes(proj[cores])} "
+            f"on {cores} (the check), {_minutes(proj[8])} on 8, {_minutes(proj[16])} on 16.")  # fmt: skip
+    if jobtime.has_cpu(rec.jobs):
+        cpu = sum(j[jobtime.CPU_COLUMN] for j in rec.jobs)
+        pc = {k: jobtime.project(rec.jobs, k, jobtime.CPU_COLUMN) for k in (cores, 8, 16)}
+        text += (f" In CPU seconds, what the jobs cost the processor whatever ran beside them: {_minutes(cpu)} of one "
+                 f"core, replayed {_minutes(pc[cores])} on {cores} idle cores, {_minutes(pc[8])} on 8, "
+                 f"{_minutes(pc[16])} on 16; the wall clock ran {total / cpu:.1f}x the CPU clock on the shared "
+                 "host.")  # fmt: skip
     return "\n".join([text, "", *table]) if len(rows) > 1 else text
 
 
