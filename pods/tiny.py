@@ -385,6 +385,55 @@ def _lr_factor(spec: TinySpec, step: int) -> float:
     return min(warm, max(0.0, (spec.sft_steps - step) / max(1, spec.sft_steps - spec.warmup_steps)))
 
 
+def _supervised_warm_start(model, tokenizer, spec, device, batches, opt, sched, val, say, t_start):
+    """The build's supervised steps until the budget, the target sampled accuracy or the time cap:
+    (history of the checks, steps done, stop reason)."""
+    history, step, stop_reason = [], 0, "sft_steps"
+    model.train()
+    while step < spec.sft_steps:
+        loss = model(**{k: v.to(device) for k, v in next(batches).items()}).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        if step % spec.eval_every == 0 or step == spec.sft_steps:
+            acc = sampled_accuracy(
+                model, tokenizer, val * spec.val_samples, spec.temperature, spec.max_new_tokens, seed=step
+            )
+            history.append({"step": step, "loss": round(loss.item(), 4), "val_accuracy": acc["accuracy"]})
+            target = "" if spec.anneal else f" (stops at {spec.target_accuracy:.2f})"
+            say(f"supervised step {step}: loss {loss.item():.3f}, sampled accuracy {acc['accuracy']:.3f}{target}")
+            if not spec.anneal and acc["accuracy"] >= spec.target_accuracy:
+                stop_reason = "target_accuracy"
+                break
+        if spec.max_sft_seconds is not None and time.perf_counter() - t_start > spec.max_sft_seconds:
+            stop_reason = "max_sft_seconds"
+            break
+    return history, step, stop_reason
+
+
+def _save_build(model, tokenizer, card: dict, out_dir: Path, device: torch.device) -> None:
+    """Write the model, its tokenizer and its card into a temporary folder, then move it to ``out_dir``."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is a normal model directory
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.to("cpu").save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    # Which weights these are and where they were made: the build is deterministic on one kind of CPU, not
+    # across kinds (float rounding differs), and a stop at target_accuracy on a chaotic warm start lands on
+    # different steps (the constant-lr llama-arith_warm stopped at 450, 550 and 650 SFT steps on three CPU kinds).
+    from pods.runlog import cpu_info
+
+    card.update(weights_sha256=weights_sha256(tmp), cpu=cpu_info() if device.type == "cpu" else None)
+    (tmp / "pods_tiny.json").write_text(json.dumps(card, indent=1) + "\n")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    shutil.move(str(tmp), out_dir)
+
+
 def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: torch.device) -> Path:
     from transformers import AutoModelForCausalLM
 
@@ -416,29 +465,8 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(spec, s))
 
-    history, step, stop_reason = [], 0, "sft_steps"
-    model.train()
-    while step < spec.sft_steps:
-        loss = model(**{k: v.to(device) for k, v in next(batches).items()}).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        if step % spec.eval_every == 0 or step == spec.sft_steps:
-            acc = sampled_accuracy(
-                model, tokenizer, val * spec.val_samples, spec.temperature, spec.max_new_tokens, seed=step
-            )
-            history.append({"step": step, "loss": round(loss.item(), 4), "val_accuracy": acc["accuracy"]})
-            target = "" if spec.anneal else f" (stops at {spec.target_accuracy:.2f})"
-            say(f"supervised step {step}: loss {loss.item():.3f}, sampled accuracy {acc['accuracy']:.3f}{target}")
-            if not spec.anneal and acc["accuracy"] >= spec.target_accuracy:
-                stop_reason = "target_accuracy"
-                break
-        if spec.max_sft_seconds is not None and time.perf_counter() - t_start > spec.max_sft_seconds:
-            stop_reason = "max_sft_seconds"
-            break
+    history, step, stop_reason = _supervised_warm_start(model, tokenizer, spec, device, batches, opt, sched, val,
+                                                        say, t_start)  # fmt: skip
     sft_seconds = time.perf_counter() - t_start
     say(f"warm start done after {step} supervised steps ({stop_reason}); measuring the test accuracy at 4 temperatures")
 
@@ -463,22 +491,7 @@ def _build_tiny(name: str, spec: TinySpec, out_dir: Path, log: bool, device: tor
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "versions": {"torch": torch.__version__, "transformers": package_version("transformers")},
     }
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the cache is a normal model directory
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.to("cpu").save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    # Which weights these are and where they were made: the build is deterministic on one kind of CPU, not
-    # across kinds (float rounding differs), and a stop at target_accuracy on a chaotic warm start lands on
-    # different steps (the constant-lr llama-arith_warm stopped at 450, 550 and 650 SFT steps on three CPU kinds).
-    from pods.runlog import cpu_info
-
-    card.update(weights_sha256=weights_sha256(tmp), cpu=cpu_info() if device.type == "cpu" else None)
-    (tmp / "pods_tiny.json").write_text(json.dumps(card, indent=1) + "\n")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    shutil.move(str(tmp), out_dir)
+    _save_build(model, tokenizer, card, out_dir, device)
     say(f"built: {out_dir} (greedy test accuracy {start['greedy']['accuracy']:.3f})")
     return out_dir
 

@@ -81,23 +81,10 @@ class Timers:
         return timed
 
 
-def profile_arm(
-    role: str,
-    steps: int,
-    eval_examples: int,
-    out_root: Path,
-    cprofile: int,
-    model: str | None = None,
-    fast_decode: bool | None = None,
-) -> dict:
-    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
-    from transformers import TrainerCallback
-
+def _arm_config(role, steps, eval_examples, out_root, model, fast_decode):
+    """The tiny (a) arm `role` shrunk to `steps` steps and one evaluation at the end; (arm, run_dir, cfg)."""
     from pods.config import load_config
-    from pods.evaluation import resolve_use_cuda
     from pods.registry import main_arms, read_sheet, repo_file
-    from pods.run import _distributed_state, build_run, open_run_dir, run_training
-    from pods.runlog import RunLogger, read_jsonl
 
     arm = main_arms(read_sheet(repo_file("config/runs_tiny.tsv")))["a"][role]
     over = {
@@ -112,17 +99,14 @@ def profile_arm(
     }
     args = [f"{k}={'null' if v is None else v}" for k, v in over.items()]
     run_dir = out_root / f"{role}_n{arm.n}_m{arm.m}"
-    cfg = load_config(repo_file("experiments/tiny_a.yaml"), [*args, f"out_dir={run_dir}"])
+    return arm, run_dir, load_config(repo_file("experiments/tiny_a.yaml"), [*args, f"out_dir={run_dir}"])
 
-    t0 = time.perf_counter()
-    use_cuda = resolve_use_cuda(cfg)
-    dist = _distributed_state(cfg, use_cuda)
-    logger = RunLogger(run_dir, enabled=True)
-    open_run_dir(cfg, logger, dist)
-    trainer, _controller = build_run(cfg, logger, None, dist.num_processes, use_cuda)
-    build_s = time.perf_counter() - t0
 
-    timers = Timers()
+def _instrument(trainer, timers: Timers) -> list:
+    """Time the loss forward, the backward and the optimizer step of every step; returns the hooks to remove."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+    from transformers import TrainerCallback
+
     trainer.compute_loss = timers.wrap("loss_fwd", trainer.compute_loss)
     trainer.accelerator.backward = timers.wrap("backward", trainer.accelerator.backward)
     starts: dict[int, float] = {}
@@ -133,11 +117,6 @@ def profile_arm(
     def post(opt, *_):
         timers.now["optim"] += time.perf_counter() - starts.pop(id(opt), time.perf_counter())
 
-    hooks = [
-        register_optimizer_step_pre_hook(pre),
-        register_optimizer_step_post_hook(post),
-    ]
-
     class Collect(TrainerCallback):
         def on_step_begin(self, *a, **k):
             timers.now.clear()
@@ -146,6 +125,46 @@ def profile_arm(
             timers.steps.append(dict(timers.now))
 
     trainer.add_callback(Collect())
+    return [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+
+
+def _step_rows(run_dir: Path, timers: Timers) -> list[dict]:
+    from pods.runlog import read_jsonl
+
+    rows = []
+    for m, t in zip(read_jsonl(run_dir / "metrics.jsonl"), timers.steps, strict=True):
+        update = t.get("loss_fwd", 0.0) + t.get("backward", 0.0) + t.get("optim", 0.0)
+        step, gen, reward = m["step_time_s"], m["gen_time_s"], m["reward_time_s"] or 0.0
+        rows.append({"step": step, "gen": gen, "reward": reward, "update": update,
+                     "bookkeeping": step - gen - reward - update, "loss_fwd": t.get("loss_fwd", 0.0),
+                     "backward": t.get("backward", 0.0), "optim": t.get("optim", 0.0),
+                     "completion_len": m.get("completion_len_mean")})  # fmt: skip
+    return rows
+
+
+def profile_arm(
+    role: str,
+    steps: int,
+    eval_examples: int,
+    out_root: Path,
+    cprofile: int,
+    model: str | None = None,
+    fast_decode: bool | None = None,
+) -> dict:
+    from pods.evaluation import resolve_use_cuda
+    from pods.run import _distributed_state, build_run, open_run_dir, run_training
+    from pods.runlog import RunLogger, read_jsonl
+
+    arm, run_dir, cfg = _arm_config(role, steps, eval_examples, out_root, model, fast_decode)
+    t0 = time.perf_counter()
+    use_cuda = resolve_use_cuda(cfg)
+    dist = _distributed_state(cfg, use_cuda)
+    logger = RunLogger(run_dir, enabled=True)
+    open_run_dir(cfg, logger, dist)
+    trainer, _controller = build_run(cfg, logger, None, dist.num_processes, use_cuda)
+    build_s = time.perf_counter() - t0
+    timers = Timers()
+    hooks = _instrument(trainer, timers)
     prof = cProfile.Profile() if cprofile else None
     try:
         with prof or contextlib.nullcontext():
@@ -153,29 +172,11 @@ def profile_arm(
     finally:
         for h in hooks:
             h.remove()
-
-    rows = []
-    for m, t in zip(read_jsonl(run_dir / "metrics.jsonl"), timers.steps, strict=True):
-        update = t.get("loss_fwd", 0.0) + t.get("backward", 0.0) + t.get("optim", 0.0)
-        step, gen, reward = m["step_time_s"], m["gen_time_s"], m["reward_time_s"] or 0.0
-        rows.append(
-            {
-                "step": step,
-                "gen": gen,
-                "reward": reward,
-                "update": update,
-                "bookkeeping": step - gen - reward - update,
-                "loss_fwd": t.get("loss_fwd", 0.0),
-                "backward": t.get("backward", 0.0),
-                "optim": t.get("optim", 0.0),
-                "completion_len": m.get("completion_len_mean"),
-            }
-        )
+    rows = _step_rows(run_dir, timers)
     later = rows[1:] or rows
     mean = {k: sum(r[k] or 0.0 for r in later) / len(later) for k in rows[0]}
-    evals = [e for e in read_jsonl(run_dir / "eval.jsonl")]
     per_set: dict[str, list[float]] = defaultdict(list)
-    for e in evals:
+    for e in read_jsonl(run_dir / "eval.jsonl"):
         per_set[e["dataset"]].append(e["eval_time_s"])
     out = {
         "arm": f"{role} n={arm.n} m={arm.m}",
