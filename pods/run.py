@@ -78,6 +78,7 @@ from pods.runlog import (
     writing,
 )
 from pods.trainer import (
+    STEP_COUNTS,
     PODSGRPOTrainer,
     build_grpo_config,
     pods_trainer_kwargs,
@@ -292,6 +293,7 @@ class RunController(TrainerCallback):
         if self.use_cuda:
             torch.cuda.reset_peak_memory_stats()
         self.trainer.pods_timing.clear()
+        self.trainer.pods_step_counts.clear()
         self._t0, self._c0 = time.perf_counter(), time.process_time()
 
     def on_step_end(self, args, state, control, **kwargs):
@@ -308,7 +310,10 @@ class RunController(TrainerCallback):
             "update_time_s": max(dt - gen, 0.0),
             "reward_time_s": timing.get("reward_s", 0.0),
             "peak_mem_mb": peak_memory_mb(self.use_cuda),
+            **{k: self.trainer.pods_step_counts.get(k, 0.0) for k in STEP_COUNTS},
         }
+        for key in STEP_COUNTS:
+            self.totals[key] += self._pending[key]
         self.totals["gen_time_s"] += gen
         self.totals["update_time_s"] += max(dt - gen, 0.0)
         self.totals["reward_time_s"] += timing.get("reward_s", 0.0)
@@ -357,6 +362,8 @@ class RunController(TrainerCallback):
             "lr": g("learning_rate"),
             "entropy": g("entropy"),
             "peak_mem_mb": self._pending.get("peak_mem_mb"),
+            # what the step generated and trained on (rollouts, completion tokens), refill rounds, skipped prompts
+            **{k: self._pending.get(k) for k in STEP_COUNTS},
         }
         for key, val in logs.items():
             mt = re.match(r"^rewards/(.+)/mean$", key)
@@ -634,7 +641,7 @@ def build_run(
     controller = RunController(cfg, logger, eval_sets, state, use_cuda)
     trainer = PODSGRPOTrainer(
         model=model,
-        reward_funcs=trl_reward_funcs(cfg.task.name, cfg.task.reward),
+        reward_funcs=trl_reward_funcs(cfg.task.name, cfg.task.reward, cfg.task.reward_noise, cfg.seed),
         args=args,
         train_dataset=records_to_dataset(train_records),
         processing_class=tokenizer,
@@ -712,6 +719,8 @@ def write_summary(
             "update_s_per_step": per_step(totals["update_time_s"]),
             "reward_s_per_step": per_step(totals["reward_time_s"]),
             **totals,
+            # rollouts and completion tokens generated and trained on, refill rounds, skipped prompts: all steps
+            **{f"total_{k}": ctl.totals.get(k, 0.0) for k in STEP_COUNTS},
             "eval_time_s": ctl.totals.get("eval_time_s", 0.0),
             "startup_s": ctl.startup_s,
             "wall_s_last_session": wall_s,
