@@ -306,6 +306,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     sub.add_parser("results", add_help=False, help="docs/results.md and the README's headline table from the records")
     sub.add_parser("record", add_help=False, help="add a sitting's finished runs to the default job's record")
     sub.add_parser("job-time", add_help=False, help="a finished job's per-job seconds, replayed on more cores")
+    sub.add_parser("arena", add_help=False, help="the selection arena's tables and page (docs/arena.md)")
     p = sub.add_parser("time-to-peak", allow_abbrev=False, help="Table 3 with bootstrap CIs from a curves.csv")
     p.add_argument("--curves", required=True, help="a curves.csv written by collect or released")
     p.add_argument("--out-dir", required=True, help="where time_to_peak.* is written")
@@ -439,6 +440,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m pods.analysis
         from pods.analysis import record
 
         return record.main(argv[1:], prog=f"{prog} record")
+    if argv[:1] == ["arena"]:  # its own parser: the selection arena (pods.analysis.arena)
+        from pods.analysis import arena
+
+        return arena.main(argv[1:], prog=f"{prog} arena")
     if argv[:1] == ["job-time"]:
         from pods.analysis import jobtime
 
