@@ -151,7 +151,7 @@ def write_record(out: Path, curves: pd.DataFrame, steps: pd.DataFrame, runs: pd.
         paths.append(out / f"{name}.csv")
         df.to_csv(paths[-1], index=False, float_format="%.6g")
     paths.append(out / "arena_meta.json")
-    paths[-1].write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    paths[-1].write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")  # arms and conditions in grid order
     return paths
 
 
@@ -433,6 +433,8 @@ def render_page(
         r = vs_idx.get((cond, arm, ref, stat))
         if r is None:
             return "reference" if arm == ref else "-"
+        if not (math.isfinite(r.low) and math.isfinite(r.high)):
+            return f"{r.difference:+.3f} ({r.verdict})"
         return f"{r.difference:+.3f} [{r.low:+.3f}, {r.high:+.3f}] {r.verdict}"
 
     tok_idx = {(r.condition, r.arm): r for r in tokens.itertuples()}
