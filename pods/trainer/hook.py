@@ -215,6 +215,11 @@ class PODSGRPOTrainer(GRPOTrainer):
                 "pods_refill_max_rounds and pods_skip_after draw and generate further prompts on one process, but "
                 f"this run has {self.accelerator.num_processes}; launch one process, or set both to 0"
             )
+        if (self.pods_refill_max_rounds or self.pods_skip_after) and not hasattr(self.train_dataset, "__getitem__"):
+            raise ValueError(
+                "pods_refill_max_rounds and pods_skip_after draw further prompts by index from train_dataset, which "
+                "has none (an iterable dataset); pass a map-style datasets.Dataset, or set both to 0"
+            )
         if self.pods_refill_max_rounds:
             self.pods_filter_zero_std = True  # a slot still uninformative after the last round leaves the update
         self.pods_seed = int(a.seed if pods_seed is None else pods_seed)
