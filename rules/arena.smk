@@ -18,15 +18,9 @@ ARENA_TINY = _ARENA_POLICY.removeprefix("tiny:") if _ARENA_POLICY.startswith("ti
 ARENA_TABLES = ["arena_curves", "arena_steps", "arena_arms", "arena_vs", "arena_tokens"]
 
 
-def arena_summaries():
-    return [f"{ARENA_ROOT}/runs/{run.folder}/summary.json" for run in ARENA.runs()]
-
-
-def arena_train_input(wildcards):
-    files = {"experiment": ARENA.experiment}
-    if ARENA_TINY:  # the build_tiny_model job of its model (rules/train.smk)
-        files["tiny_model"] = tiny_model_card(ARENA_TINY)
-    return files
+ARENA_SUMMARIES = [f"{ARENA_ROOT}/runs/{run.folder}/summary.json" for run in ARENA.runs()]
+# the build_tiny_model job of its model (rules/train.smk)
+ARENA_MODEL_CARD = [tiny_model_card(ARENA_TINY)] if ARENA_TINY else []
 
 
 rule arena:
@@ -37,7 +31,8 @@ rule arena:
 
 rule arena_train:
     input:
-        unpack(arena_train_input),
+        experiment=ARENA.experiment,
+        tiny_model=ARENA_MODEL_CARD,
     output:
         summary=f"{ARENA_ROOT}/runs/{{condition}}/{{arm}}/seed~{{seed}}/summary.json",
     log:
@@ -61,7 +56,7 @@ rule arena_train:
 
 rule arena_tables:
     input:
-        arena_summaries(),
+        ARENA_SUMMARIES,
     output:
         expand(f"{ARENA_ROOT}/tables/{{table}}.csv", table=ARENA_TABLES),
     log:
@@ -70,8 +65,9 @@ rule arena_tables:
         "../envs/pods.yaml"
     params:
         scale=ARENA_SCALE,
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "python -m pods analysis arena --scale {params.scale} --out-dir {ARENA_ROOT}/tables > {log} 2>&1"
+        "python -m pods analysis arena --scale {params.scale} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule arena_figure:
