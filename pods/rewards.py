@@ -112,6 +112,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -680,17 +681,19 @@ def _mix(*parts: int) -> int:
     return int.from_bytes(h, "little") & ((1 << 63) - 1)
 
 
-def flip_rewards(values: Sequence[float], p: float, seed: int, step: int, round_: int) -> list[float]:
+def flip_rewards(values: Sequence[float], p: float, seed: int, step: int, round_: int, rank: int = 0) -> list[float]:
     """Noisy correctness rewards: ``values[i]`` replaced by ``1 - values[i]`` with probability ``p``, independently
-    per rollout; rollout ``i``'s draw is seeded by ``(seed, step, round_, i)``, so a rerun (or a resumed run)
-    flips the same rollouts. ``round_`` counts the scoring calls within one step (refill rounds)."""
+    per rollout; rollout ``i``'s draw is seeded by ``(seed, step, round_, i)`` (and ``rank``, the process that
+    scores it, when it is not 0), so a rerun (or a resumed run) flips the same rollouts. ``round_`` counts the
+    scoring calls within one step (refill rounds)."""
     if not 0 <= p < 0.5:
         raise ValueError(f"flip probability p={p} must be in [0, 0.5); use e.g. 0.1")
     import random
 
     out = []
     for i, v in enumerate(values):
-        u = random.Random(_mix(seed, step, round_, i, 0x401)).random()
+        parts = (seed, step, round_, i, 0x401) if rank == 0 else (seed, step, round_, i, rank, 0x401)
+        u = random.Random(_mix(*parts)).random()
         out.append(1.0 - v if u < p else v)
     return out
 
@@ -733,7 +736,9 @@ class RewardComponent:
         step = int(getattr(state, "global_step", 0) or 0)
         round_ = self._calls[1] if self._calls[0] == step else 0
         self._calls = (step, round_ + 1)
-        return flip_rewards(values, self.noise, self.seed, step, round_)
+        # each process scores its own rows: its rank (accelerate's RANK) keeps their draws apart
+        rank = int(os.environ.get("RANK", "0") or 0)
+        return flip_rewards(values, self.noise, self.seed, step, round_, rank)
 
     def __repr__(self) -> str:
         return f"RewardComponent({self.component!r}, task={self.cache.task!r}, variant={self.cache.variant!r})"

@@ -59,6 +59,7 @@ def test_flip_rewards_is_seeded_per_run_step_round_and_rollout():
     assert a == flip_rewards(values, 0.3, seed=0, step=5, round_=0)
     for other in (dict(seed=1, step=5, round_=0), dict(seed=0, step=6, round_=0), dict(seed=0, step=5, round_=1)):
         assert a != flip_rewards(values, 0.3, **other)
+    assert a != flip_rewards(values, 0.3, seed=0, step=5, round_=0, rank=1)  # another process's rows
     with pytest.raises(ValueError, match="must be in"):
         flip_rewards(values, 0.5, seed=0, step=0, round_=0)
 
