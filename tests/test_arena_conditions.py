@@ -94,6 +94,15 @@ def test_group_filter_keys_are_validated():
         load_config(registry.repo_file("experiments/a_gsm8k_qwen3b.yaml"), ["task.reward=partial"], check_machine=False)
 
 
+def test_refill_and_skip_need_one_process():
+    two = ["hardware.num_processes=2", "rollout.prompts_per_step=2"]
+    tiny_a = registry.repo_file("experiments/tiny_a.yaml")
+    load_config(tiny_a, [*two, "rollout.filter=zero_std"], check_machine=False)  # the plain filter is fine
+    for override in ("rollout.filter=refill", "rollout.skip_after=1"):
+        with pytest.raises(ConfigError, match="on one process, but hardware.num_processes=2"):
+            load_config(tiny_a, [*two, override], check_machine=False)
+
+
 def test_group_filter_keys_become_trainer_keywords():
     pytest.importorskip("trl")
     from pods.trainer.grpo_config import group_filter_kwargs
