@@ -48,6 +48,7 @@ include: "rules/train.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/released.smk"
+include: "rules/arena.smk"
 
 
 # Cheap, or needing the internet (the download): never sent to a cluster node.
@@ -60,6 +61,9 @@ localrules:
     download_released,
     released_time_to_peak,
     released_figure,
+    arena,
+    arena_tables,
+    arena_figure,
 
 
 # `snakemake --report FILE` reports on the outputs that exist, so it works after a partial run (only

@@ -75,7 +75,7 @@ RULES: tuple[str, ...] = (
 GRPO_RULES = ("max_variance", "all")
 """Rules accepted when n == m (every rule keeps every rollout then; docs/paper.md#other-rules)."""
 PROMPT_STYLES = ("instruct", "openr1", "plain")
-REWARD_VARIANTS = ("paper", "openr1", "code_head", "code_sep24", "code_jun25")
+REWARD_VARIANTS = ("paper", "openr1", "code_head", "code_sep24", "code_jun25", "partial")
 """Reward variants (task.reward); pods.rewards.VARIANTS describes each (tests check the names)."""
 DTYPES = ("bfloat16", "float16", "float32", "auto")
 NORMALIZE = ("after", "before")
@@ -90,6 +90,11 @@ EVAL_METRICS = ("paper", "code")
 EVAL_NOISE = ("fresh", "common")
 """eval.noise: new sampling noise at each evaluation (the paper), or the same noise at every evaluation of
 every run (common random numbers: curves differ only where the policies do)."""
+GROUP_FILTERS = ("none", "zero_std", "refill")
+"""rollout.filter: group-level filters that compose with any rule: none, the zero-variance filter, or the
+DAPO-style refill (generate further prompts until the step has its informative groups)."""
+PARTIAL_REWARD_TASKS = ("arith", "arith_hard", "arith_add")
+"""Tasks whose answers are integers, where task.reward=partial gives digit-wise partial credit."""
 MATH_GOLD = ("balanced", "code")
 """task.math_gold: \\boxed{} with matched braces, or cut at the first '}' as the authors' code."""
 FIDELITY = ("paper", "code")
@@ -301,6 +306,11 @@ NAME_VOCAB: dict[str, str] = {
     "rollout.vllm_is_correction": "isc",
     "optim.logprob_temperature": "lpt",
     "task.math_gold": "gold",
+    "task.reward_noise": "noise",
+    "rollout.filter": "filt",
+    "rollout.refill_max_rounds": "refill",
+    "rollout.skip_after": "skipk",
+    "rollout.skip_prob": "skipp",
     "eval.metric": "evalmetric",
 }
 SHORT_KEYS: dict[str, str] = {short: key for key, short in NAME_VOCAB.items()}

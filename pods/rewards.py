@@ -72,6 +72,11 @@ integer rules above hold in every variant.
   ``<think>.*</think>[ \\n]?<answer>.*</answer>`` (re.search, DOTALL)) and xml = 0.25 for each of
   ``<think>``, ``</think>``, ``<answer>``, ``</answer>`` (no newlines) occurring exactly once. Max 1.2.
 - ``code_sep24`` (commit 0c453d2): the same shaping scaled by 0.01 instead of 0.1. Max 1.02.
+- ``partial`` (a continuous reward, beyond the paper; the integer tasks only, ``task.reward=partial``):
+  as ``paper``, with the accuracy replaced by digit-wise partial credit (:func:`partial_int_credit`): 1.0
+  for the right integer, else the share of right-aligned digit positions that agree (over the longer of
+  the two numbers), halved when the signs differ; 0 without an integer answer block. Evaluation still
+  counts exact answers (:func:`eval_metrics` scores ``partial`` as ``paper``). Max 3.
 - ``code_jun25`` (June release 3fc107e): format = max(0, 0.1 - 0.001*extra), xml = 0.025 per tag,
   both given only to INCORRECT answers; for every task other than gsm8k/gsm8k_platinum only the
   correctness (format = tags = 0). Max 1.0.
@@ -107,6 +112,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -131,9 +137,11 @@ __all__ = [
     "code_eval_accuracy",
     "eval_metrics",
     "extract_gold",
+    "flip_rewards",
     "format_reward",
     "guard_stats",
     "math_equal",
+    "partial_int_credit",
     "plain_int",
     "score",
     "tag_count",
@@ -152,9 +160,10 @@ VARIANTS: dict[str, str] = {
     "code_sep24": "official code at 0c453d2 (Sept 24): code_head shaping scaled by 0.01; max 1.02",
     "code_jun25": "official June release 3fc107e: shaping 0.1-0.001*extra and 0.025/tag for "
     "incorrect answers only, gsm8k only; max 1.0",
+    "partial": "integer tasks: paper, with digit-wise partial credit for a wrong integer answer; max 3",
 }
 COMPONENTS = ("accuracy", "format", "tags")
-MAX_TOTAL = {"paper": 3.0, "openr1": 3.0, "code_head": 1.2, "code_sep24": 1.02, "code_jun25": 1.0}
+MAX_TOTAL = {"paper": 3.0, "openr1": 3.0, "code_head": 1.2, "code_sep24": 1.02, "code_jun25": 1.0, "partial": 3.0}
 
 _GSM8K_TASKS = ("gsm8k", "gsm8k_platinum")
 _MATH_TASKS = (*_GSM8K_TASKS, "math")
@@ -358,6 +367,30 @@ def _int_accuracy(text: str, gold: str) -> float:
     return float(block is not None and _INT_RE.fullmatch(block) is not None and _canonical_int(block) == gold)
 
 
+def partial_int_credit(answer: str, gold: str) -> float:
+    """Digit-wise closeness of an integer answer to the integer gold, in [0, 1]; 1.0 exactly when they are equal.
+
+    Both are canonical decimal strings (:func:`_canonical_int`). The digits are right-aligned (units with
+    units) and the share of the ``max(len)`` positions that agree is the credit (a shorter number's missing
+    positions disagree); a sign that differs halves it. ``85`` vs ``83``: 0.5; ``85`` vs ``185``: 2/3;
+    ``-7`` vs ``7``: 0.5. Linear in the length, no ``int()``.
+    """
+    if answer == gold:
+        return 1.0
+    neg_a, neg_g = answer.startswith("-"), gold.startswith("-")
+    da, dg = answer.lstrip("-"), gold.lstrip("-")
+    width = max(len(da), len(dg))
+    same = sum(x == y for x, y in zip(reversed(da), reversed(dg), strict=False))
+    return (same / width) * (0.5 if neg_a != neg_g else 1.0)
+
+
+def _partial_accuracy(text: str, gold: str) -> float:
+    block = answer_block(text)
+    if block is None or _INT_RE.fullmatch(block) is None:
+        return 0.0
+    return partial_int_credit(_canonical_int(block), gold)
+
+
 # ----------------------------------------------------------------------------------------------
 # Our normalised matcher (code_* variants) and the integer fast path
 
@@ -494,8 +527,8 @@ def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> flo
     if task in _LETTER_TASKS:
         return _letter_accuracy(text, gold)
     if task in _INT_TASKS:
-        return _int_accuracy(text, gold)
-    if variant == "paper":
+        return _partial_accuracy(text, gold) if variant == "partial" else _int_accuracy(text, gold)
+    if variant in ("paper", "partial"):
         block = answer_block(text)
         return math_equal(gold, _whole_text(text), "text") if block is None else math_equal(gold, block, "answer")
     if variant == "openr1":
@@ -508,7 +541,7 @@ def _accuracy(text: str, gold: str, answer: str, task: str, variant: str) -> flo
 
 def _components(text: str, gold: str, answer: str, task: str, variant: str) -> tuple[float, float, float]:
     acc = _accuracy(text, gold, answer, task, variant)
-    if variant in ("paper", "openr1"):
+    if variant in ("paper", "openr1", "partial"):
         return acc, format_reward(text), tag_count(text)
     extra = code_format_extra(text)
     if variant in ("code_head", "code_sep24"):
@@ -560,6 +593,8 @@ def eval_metrics(
     """
     if metric not in EVAL_METRICS:
         raise ValueError(f"unknown evaluation metric {metric!r}; choose one of: {', '.join(EVAL_METRICS)}")
+    if variant == "partial":
+        variant = "paper"  # partial credit shapes the training reward; evaluation counts exact answers
     if metric == "code" and task in _MATH_TASKS:
         acc = code_eval_accuracy(_as_text(completion), answer, task)
     else:
@@ -640,15 +675,42 @@ class _ScoreCache:
         self.__init__(state["task"], state["variant"], state["maxsize"])
 
 
+def _mix(*parts: int) -> int:
+    """A 63-bit seed from integers (the same mixing as pods.evaluation.mix_seed, without importing torch)."""
+    h = hashlib.blake2b(",".join(str(int(p)) for p in parts).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") & ((1 << 63) - 1)
+
+
+def flip_rewards(values: Sequence[float], p: float, seed: int, step: int, round_: int, rank: int = 0) -> list[float]:
+    """Noisy correctness rewards: ``values[i]`` replaced by ``1 - values[i]`` with probability ``p``, independently
+    per rollout; rollout ``i``'s draw is seeded by ``(seed, step, round_, i)`` (and ``rank``, the process that
+    scores it, when it is not 0), so a rerun (or a resumed run) flips the same rollouts. ``round_`` counts the
+    scoring calls within one step (refill rounds)."""
+    if not 0 <= p < 0.5:
+        raise ValueError(f"flip probability p={p} must be in [0, 0.5); use e.g. 0.1")
+    import random
+
+    out = []
+    for i, v in enumerate(values):
+        parts = (seed, step, round_, i, 0x401) if rank == 0 else (seed, step, round_, i, rank, 0x401)
+        u = random.Random(_mix(*parts)).random()
+        out.append(1.0 - v if u < p else v)
+    return out
+
+
 class RewardComponent:
     """One reward component as a TRL reward function ``f(prompts, completions, **kwargs) -> list[float]``.
 
     The gold arrives as ``kwargs["answer"]`` (the dataset's ``answer`` column, one per completion).
     ``__name__`` is the component name, which TRL uses as the logging key (``rewards/accuracy/mean``).
+    With ``noise`` > 0 (the accuracy component only) the scores pass through :func:`flip_rewards`, seeded by
+    ``seed``, TRL's ``trainer_state.global_step`` and the number of earlier calls at that step.
     """
 
-    def __init__(self, component: str, cache: _ScoreCache) -> None:
+    def __init__(self, component: str, cache: _ScoreCache, noise: float = 0.0, seed: int = 0) -> None:
         self.component, self.cache = component, cache
+        self.noise, self.seed = float(noise), int(seed)
+        self._calls: tuple[int, int] = (-1, 0)  # (step, calls made at that step)
         self.__name__ = component
 
     def __call__(self, prompts: Any = None, completions: Any = None, **kwargs: Any) -> list[float]:
@@ -665,20 +727,35 @@ class RewardComponent:
                 f"reward function {self.component!r}: 'answer' must be a list with one gold per completion, "
                 f"got {type(answers).__name__} for {len(completions)} completions"
             )
-        return [
+        values = [
             self.cache.get(completion_text(c), a)[self.component] for c, a in zip(completions, answers, strict=True)
         ]
+        if not self.noise:
+            return values
+        state = kwargs.get("trainer_state")
+        step = int(getattr(state, "global_step", 0) or 0)
+        round_ = self._calls[1] if self._calls[0] == step else 0
+        self._calls = (step, round_ + 1)
+        # each process scores its own rows: its rank (accelerate's RANK) keeps their draws apart
+        rank = int(os.environ.get("RANK", "0") or 0)
+        return flip_rewards(values, self.noise, self.seed, step, round_, rank)
 
     def __repr__(self) -> str:
         return f"RewardComponent({self.component!r}, task={self.cache.task!r}, variant={self.cache.variant!r})"
 
 
-def trl_reward_funcs(task: str, variant: str = "paper") -> list[Callable[..., list[float]]]:
+def trl_reward_funcs(
+    task: str, variant: str = "paper", noise: float = 0.0, seed: int = 0
+) -> list[Callable[..., list[float]]]:
     """Reward functions for ``GRPOTrainer(reward_funcs=...)``: accuracy, format, tags (weights 1, 1, 1).
 
-    Their per-completion sum equals ``score(...)["total"]``; each completion is scored once.
+    Their per-completion sum equals ``score(...)["total"]``; each completion is scored once. ``noise`` > 0
+    flips each rollout's accuracy reward r to 1 - r with that probability (:func:`flip_rewards`, seeded by
+    ``seed``): ``task.reward_noise``.
     """
     _check_task(task)
     _check_variant(variant)
+    if not 0 <= noise < 0.5:
+        raise ValueError(f"noise={noise} must be in [0, 0.5) (a flip probability); use 0 (off) or e.g. 0.1")
     cache = _ScoreCache(task, variant)
-    return [RewardComponent(c, cache) for c in COMPONENTS]
+    return [RewardComponent(c, cache, noise=noise if c == "accuracy" else 0.0, seed=seed) for c in COMPONENTS]

@@ -71,6 +71,7 @@ from pods.runlog import (
     writing,
 )
 from pods.trainer import (
+    STEP_COUNTS,
     PODSGRPOTrainer,
     build_grpo_config,
     pods_trainer_kwargs,
@@ -327,7 +328,7 @@ def build_run(
     controller = RunController(cfg, logger, eval_sets, state, use_cuda)
     trainer = PODSGRPOTrainer(
         model=model,
-        reward_funcs=trl_reward_funcs(cfg.task.name, cfg.task.reward),
+        reward_funcs=trl_reward_funcs(cfg.task.name, cfg.task.reward, cfg.task.reward_noise, cfg.seed),
         args=args,
         train_dataset=records_to_dataset(train_records),
         processing_class=tokenizer,
@@ -405,6 +406,8 @@ def write_summary(
             "update_s_per_step": per_step(totals["update_time_s"]),
             "reward_s_per_step": per_step(totals["reward_time_s"]),
             **totals,
+            # rollouts and completion tokens generated and trained on, refill rounds, skipped prompts: all steps
+            **{f"total_{k}": ctl.totals.get(k, 0.0) for k in STEP_COUNTS},
             "eval_time_s": ctl.totals.get("eval_time_s", 0.0),
             "startup_s": ctl.startup_s,
             "wall_s_last_session": wall_s,

@@ -530,6 +530,11 @@ CHANGES = {
     "optim.logprob_temperature": "none",
     "task.math_gold": "code",
     "eval.metric": "code",
+    "task.reward_noise": 0.1,
+    "rollout.filter": "zero_std",
+    "rollout.refill_max_rounds": 2,
+    "rollout.skip_after": 1,
+    "rollout.skip_prob": 0.25,
 }
 
 

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from pods.analysis import (
     ablations,
+    arena,
     collect,
     command,
     gradsignal,
@@ -65,6 +66,8 @@ COMMANDS = (
     Command("results", None, "docs/results.md and the README's headline table from the records"),
     Command("record", record, "add a sitting's finished runs to the default job's record", (),
             _own_description(record, allow_abbrev=False)),
+    Command("arena", arena, "the selection arena's tables and page (docs/arena.md)", (),
+            _own_description(arena, allow_abbrev=False)),
     Command("job-time", jobtime, "a finished job's per-job seconds, replayed on more cores", (),
             _own_description(jobtime, allow_abbrev=True)),
     Command("time-to-peak", speedups, "Table 3 with bootstrap CIs from a curves.csv", ("threshold", *STATS)),

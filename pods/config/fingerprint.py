@@ -9,6 +9,11 @@ saved: ``out_dir``, the budget (``budget.max_steps``, ``budget.max_time_s``: a s
 longer run continue the shorter one's steps) and ``checkpoint.every_steps``. ``budget.max_steps``
 counts when it is the learning-rate schedule's horizon (a decaying ``optim.scheduler`` without
 ``optim.scheduler_steps``): then it changes the learning rate of every step.
+
+Left out while at their default (:data:`FINGERPRINT_OMIT_AT_DEFAULT`): keys added to the schema after runs
+were recorded whose default changes nothing those runs computed (the group filters, the GRESO skip, reward
+noise). A run that sets one has it in its fingerprint; a run that leaves it at its default keeps the
+fingerprint it had before the key existed, so recorded runs and their checkpoints still match.
 """
 
 from __future__ import annotations
@@ -19,9 +24,23 @@ import math
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["FINGERPRINT_EXCLUDED", "config_digest", "config_fingerprint", "flat_config"]
+__all__ = ["FINGERPRINT_EXCLUDED", "FINGERPRINT_OMIT_AT_DEFAULT", "config_digest", "config_fingerprint", "flat_config"]
 
 FINGERPRINT_EXCLUDED = ("out_dir", "budget.max_time_s", "budget.max_steps", "checkpoint.every_steps")
+FINGERPRINT_OMIT_AT_DEFAULT = (
+    "rollout.filter",
+    "rollout.refill_max_rounds",
+    "rollout.skip_after",
+    "rollout.skip_prob",
+    "task.reward_noise",
+)
+"""Keys added after runs were recorded: left out of the fingerprint while they hold their schema default."""
+
+
+def _schema_defaults() -> dict[str, Any]:
+    from pods.config import TrainConfig, to_dict
+
+    return flat_config(to_dict(TrainConfig()))
 
 
 def flat_config(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -61,4 +80,6 @@ def config_fingerprint(cfg: Any) -> tuple[dict[str, Any], str]:
     flat = flat_config(to_dict(cfg))
     horizon = cfg.optim.scheduler != "constant" and cfg.optim.scheduler_steps is None
     flat = {k: v for k, v in flat.items() if k not in FINGERPRINT_EXCLUDED or (horizon and k == "budget.max_steps")}
+    defaults = _schema_defaults()
+    flat = {k: v for k, v in flat.items() if not (k in FINGERPRINT_OMIT_AT_DEFAULT and v == defaults.get(k))}
     return flat, config_digest(flat)

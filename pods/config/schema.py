@@ -145,6 +145,10 @@ class TaskConfig(_Section):
     """Reward variant (pods.registry.REWARD_VARIANTS): "paper" is App. A.1 (accuracy + format + tag count)."""
     math_gold: str = "balanced"
     """MATH training gold: balanced (last \\boxed{} with matched braces) | code (cut at the first "}", the authors' code)."""
+    reward_noise: float = 0.0
+    """Noisy rewards: each rollout's correctness reward r is replaced by 1 - r with this probability, in [0, 0.5)
+    (0 = off); the draw is seeded by the run seed, the step, the scoring round and the rollout's row, so a rerun
+    flips the same rollouts. Training rewards only: evaluation scores the clean answer."""
 
     def _check(self) -> None:
         tasks = list(registry.TRAIN_TASKS)
@@ -174,6 +178,18 @@ class TaskConfig(_Section):
                 "math_gold",
                 f"is not one of {', '.join(registry.MATH_GOLD)}",
                 "use balanced (matched braces) or code (the authors' first-'}' cut, MATH only)",
+            )
+        if not 0 <= self.reward_noise < 0.5:
+            self._fail(
+                "reward_noise",
+                "must be in [0, 0.5) (a flip probability; 0.5 would make the reward pure noise)",
+                "use 0 (off) or e.g. 0.1",
+            )
+        if self.reward == "partial" and self.name not in registry.PARTIAL_REWARD_TASKS:
+            self._fail(
+                "reward",
+                f"gives digit-wise partial credit to integer answers, but task.name={self.name!r} has none",
+                f"use task.reward=paper, or a task with integer answers ({', '.join(registry.PARTIAL_REWARD_TASKS)})",
             )
         variants = registry.REWARD_VARIANTS
         if self.reward not in variants:
@@ -218,6 +234,20 @@ class RolloutConfig(_Section):
     without LoRA or quantisation, plain temperature sampling); elsewhere generate as usual. Ignored with
     backend vllm (vLLM samples), so a tiny YAML runs with rollout.backend=vllm unchanged. The tiny YAMLs set
     it (a tiny step spent 70-80% of its time in generate: `pods bench profile_tiny_step`)."""
+    filter: str = "none"
+    """Group-level filter, composing with any rule (pods.registry.GROUP_FILTERS): none | zero_std (a prompt group
+    whose n rewards are all equal leaves the update: DAPO's dynamic sampling without refill) | refill (DAPO-style
+    dynamic sampling: while the step has fewer informative groups, nonzero reward variance, than prompt groups,
+    generate n rollouts for further prompts drawn from the training set, at most rollout.refill_max_rounds extra
+    rounds; a slot still uninformative then is filtered as zero_std). One process only. docs/arena.md."""
+    refill_max_rounds: int = 4
+    """rollout.filter=refill: the most extra generation rounds per step (each generates the missing groups)."""
+    skip_after: int = 0
+    """GRESO-style pre-generation skip: a prompt whose last skip_after groups all had zero reward variance is
+    skipped before generation with probability rollout.skip_prob, and another prompt drawn in its place
+    (seeded); 0 = off. One process only. docs/arena.md."""
+    skip_prob: float = 0.5
+    """The skip probability of rollout.skip_after, in [0, 1]."""
     vllm_gpu_memory_utilization: float = 0.5
     """Share of GPU memory vLLM may take, in (0, 1] (authors' code: 0.5)."""
     vllm_is_correction: bool = False
@@ -258,6 +288,18 @@ class RolloutConfig(_Section):
             )
         if self.max_completion_length < 1:
             self._fail("max_completion_length", "must be >= 1", "use e.g. 512, as the paper")
+        if self.filter not in registry.GROUP_FILTERS:
+            self._fail(
+                "filter",
+                f"is not one of {', '.join(registry.GROUP_FILTERS)}",
+                f"use none, zero_std or refill{_closest_hint(self.filter, registry.GROUP_FILTERS)}",
+            )
+        if self.refill_max_rounds < 1:
+            self._fail("refill_max_rounds", "must be >= 1", "use e.g. 4 (extra generation rounds per step)")
+        if self.skip_after < 0:
+            self._fail("skip_after", "must be >= 0", "use 0 (off) or e.g. 1")
+        if not 0 <= self.skip_prob <= 1:
+            self._fail("skip_prob", "must be in [0, 1]", "use e.g. 0.5")
         if self.backend not in BACKENDS:
             self._fail("backend", f"is not one of {', '.join(BACKENDS)}", "use hf (any machine) or vllm (GPU)")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
@@ -566,6 +608,16 @@ class TrainConfig(_Section):
                 f"ends the {self.optim.scheduler} schedule before budget.max_steps={self.budget.max_steps}",
                 "raise optim.scheduler_steps, or set it to null (= budget.max_steps)",
             )
+        one_process = (("rollout.filter", self.rollout.filter, self.rollout.filter == "refill"),
+                       ("rollout.skip_after", self.rollout.skip_after, self.rollout.skip_after > 0))  # fmt: skip
+        for key, value, on in one_process:
+            if on and np_ > 1:
+                raise ConfigError(
+                    key,
+                    value,
+                    f"draws and generates further prompts on one process, but hardware.num_processes={np_}",
+                    "set hardware.num_processes=1, or rollout.filter=zero_std / rollout.skip_after=0",
+                )
         if self.hardware.device == "cpu":
             self._check_cpu_only(explicit=True)
         check_trl_keys(self.trl)

@@ -107,6 +107,7 @@ from pods.trainer.batch import (
     NonFiniteRewardError,
     RewardOutputError,
     check_finite_rewards,
+    concat_rows,
     downsample_rows,
     local_kept_rows,
     sync_device,
@@ -137,7 +138,7 @@ from pods.trainer.grpo_config import (
     records_to_dataset,
     step_plan,
 )
-from pods.trainer.hook import ADV_EPS, DEBUG_ENV, PODSGRPOTrainer, reinstall_lm_head
+from pods.trainer.hook import ADV_EPS, DEBUG_ENV, STEP_COUNTS, PODSGRPOTrainer, reinstall_lm_head
 from pods.trainer.options import PODSConfig
 
 __all__ = [
@@ -149,6 +150,7 @@ __all__ = [
     "TRLCompatError",
     "build_grpo_config",
     "check_finite_rewards",
+    "concat_rows",
     "check_trl_compat",
     "check_trl_passthrough",
     "grpo_config_with_passthrough",
@@ -170,6 +172,7 @@ __all__ = [
     "REPEAT_SAMPLER_PARAMS",
     "ROW_KEYS",
     "SCALAR_KEYS",
+    "STEP_COUNTS",
     "TRL_ATTRS",
     "TRL_BIBTEX",
     "TRL_HOOKS",

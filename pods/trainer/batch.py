@@ -24,6 +24,7 @@ __all__ = [
     "check_finite_rewards",
     "check_reward_output",
     "checked_reward_func",
+    "concat_rows",
     "downsample_rows",
     "local_kept_rows",
     "sync_device",
@@ -126,6 +127,44 @@ def downsample_rows(batch: dict[str, Any], rows_B: torch.Tensor) -> dict[str, An
             out[key] = val[rows_B.to(val.device)]
         else:  # a per-row list
             out[key] = [val[i] for i in rows_B.tolist()]
+    return out
+
+
+def concat_rows(batches: Sequence[dict[str, Any]], pad_token_id: int) -> dict[str, Any]:
+    """TRL batch dicts of several generation rounds as one, rows in order (the refill filter's rounds).
+
+    Per-row tensors of two dimensions are padded to the widest round: prompt tensors (``prompt_*``, left-padded
+    by TRL) on the left, completion-aligned ones on the right; ids with ``pad_token_id``, everything else with
+    0 (a padded position is masked). Scalars (``num_items_in_batch``) come from the first round (the hook
+    recomputes it). An entry that is None in one round must be None in all.
+    """
+    first = batches[0]
+    unknown = sorted(set(first) - set(ROW_KEYS) - set(SCALAR_KEYS))
+    if unknown:
+        raise TRLCompatError(
+            f"cannot concatenate the unknown batch keys {unknown}; add them to ROW_KEYS or SCALAR_KEYS"
+        )
+    out: dict[str, Any] = {}
+    for key in first:
+        vals = [b.get(key) for b in batches]
+        if key in SCALAR_KEYS or all(v is None for v in vals):
+            out[key] = vals[0]
+            continue
+        if any(v is None for v in vals):
+            raise TRLCompatError(f"batch key {key!r} is None in some generation rounds only; cannot concatenate")
+        if not isinstance(vals[0], torch.Tensor):
+            out[key] = [x for v in vals for x in v]
+            continue
+        if vals[0].dim() == 2:
+            width = max(v.shape[1] for v in vals)
+            fill = pad_token_id if key.endswith("_ids") else 0
+            left = key.startswith("prompt")
+            padded = []
+            for v in vals:
+                extra = v.new_full((v.shape[0], width - v.shape[1]), fill)
+                padded.append(torch.cat([extra, v] if left else [v, extra], dim=1))
+            vals = padded
+        out[key] = torch.cat(vals, dim=0)
     return out
 
 

@@ -23,7 +23,7 @@ from pods.config import TrainConfig
 from pods.config.fingerprint import config_fingerprint
 from pods.evaluation import evaluate_policy, mix_seed
 from pods.runlog import STATE_FILE, RunLogger, atomic_write_json, peak_memory_mb, prune_checkpoints
-from pods.trainer import PODSGRPOTrainer, sync_device
+from pods.trainer import STEP_COUNTS, PODSGRPOTrainer, sync_device
 
 __all__ = ["RunController", "progress_enabled", "quiet_library_progress"]
 
@@ -230,6 +230,7 @@ class RunController(TrainerCallback):
         if self.use_cuda:
             torch.cuda.reset_peak_memory_stats()
         self.trainer.pods_timing.clear()
+        getattr(self.trainer, "pods_step_counts", {}).clear()  # a trainer that counts nothing (tests) logs zeros
         self._t0, self._c0 = time.perf_counter(), time.process_time()
 
     def on_step_end(self, args, state, control, **kwargs):
@@ -246,7 +247,10 @@ class RunController(TrainerCallback):
             "update_time_s": max(dt - gen, 0.0),
             "reward_time_s": timing.get("reward_s", 0.0),
             "peak_mem_mb": peak_memory_mb(self.use_cuda),
+            **{k: getattr(self.trainer, "pods_step_counts", {}).get(k, 0.0) for k in STEP_COUNTS},
         }
+        for key in STEP_COUNTS:
+            self.totals[key] += self._pending[key]
         self.totals["gen_time_s"] += gen
         self.totals["update_time_s"] += max(dt - gen, 0.0)
         self.totals["reward_time_s"] += timing.get("reward_s", 0.0)
@@ -295,6 +299,8 @@ class RunController(TrainerCallback):
             "lr": g("learning_rate"),
             "entropy": g("entropy"),
             "peak_mem_mb": self._pending.get("peak_mem_mb"),
+            # what the step generated and trained on (rollouts, completion tokens), refill rounds, skipped prompts
+            **{k: self._pending.get(k) for k in STEP_COUNTS},
         }
         for key, val in logs.items():
             mt = re.match(r"^rewards/(.+)/mean$", key)

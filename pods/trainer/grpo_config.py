@@ -170,4 +170,18 @@ def pods_trainer_kwargs(cfg: TrainConfig, max_steps: int, scheduler_steps: int |
         # prompts per generate() call produced them (the library's default is TRL's one call per round).
         "pods_seeded_generation": True,
         "pods_strict_rewards": True,  # the run's reward functions score every completion: a NaN is a bug
+        **group_filter_kwargs(cfg),
     }
+
+
+def group_filter_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """The trainer keywords of ``rollout.filter`` and the GRESO skip; none while they are off (the trainer's
+    defaults), so a config that leaves them alone builds exactly the trainer it always did."""
+    ro, out = cfg.rollout, {}
+    if ro.filter == "zero_std":
+        out["pods_filter_zero_std"] = True
+    elif ro.filter == "refill":
+        out.update(pods_filter_zero_std=True, pods_refill_max_rounds=ro.refill_max_rounds)
+    if ro.skip_after:
+        out.update(pods_skip_after=ro.skip_after, pods_skip_prob=ro.skip_prob)
+    return out

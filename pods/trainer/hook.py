@@ -14,7 +14,7 @@ import os
 import re
 import time
 import warnings
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from pods.trainer.batch import (
     EpochRepeatSampler,
     check_finite_rewards,
     checked_reward_func,
+    concat_rows,
     downsample_rows,
     local_kept_rows,
     sync_device,
@@ -48,7 +49,7 @@ from pods.trainer.compat import (
     _trl_version,
     check_trl_compat,
 )
-from pods.trainer.options import _check_pods_geometry, _pods_option
+from pods.trainer.options import _check_group_filters, _check_pods_geometry, _pods_option
 
 __all__ = ["PODSGRPOTrainer", "reinstall_lm_head"]
 
@@ -58,6 +59,11 @@ LIVE_KEY = "pods_live"  # per kept row of the batch: 1.0 unless pods_filter_zero
 # TRL losses that average over the rows of a micro-batch (a masked row still counts in the mean): their loss
 # is rescaled to the mean over the live rows when pods_filter_zero_std masks some out (_compute_loss).
 ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
+SKIP_MAX_DRAWS = 8  # GRESO skip: prompts drawn for one slot at most (the last one drawn is generated)
+STEP_COUNTS = ("gen_rollouts", "gen_tokens", "trained_rollouts", "trained_tokens", "refill_rounds", "skipped_prompts")
+"""Per optimizer step (:attr:`PODSGRPOTrainer.pods_step_counts`): rollouts and completion tokens generated
+(every round, refill included) and trained on (kept rows of the groups that enter the update), extra
+generation rounds of the refill filter, prompts skipped before generation."""
 
 
 class PODSGRPOTrainer(GRPOTrainer):
@@ -98,6 +104,18 @@ class PODSGRPOTrainer(GRPOTrainer):
             batch with their tokens masked out of the loss and of its normaliser (TRL's losses that
             average over rows average over the remaining rows), and the number of such groups per
             generation round is logged as ``pods/filtered_groups``.
+        pods_refill_max_rounds: 0 (default): off. K > 0: DAPO-style dynamic sampling with refill (one process):
+            after scoring, while some groups of the round have zero reward variance, n rollouts are generated
+            for as many further prompts (drawn uniformly from the training set, seeded by the run seed, the
+            step and the round), at most K extra rounds; each uninformative group is replaced by the next
+            informative new one, in order. A group still uninformative after K rounds is filtered as with
+            ``pods_filter_zero_std`` (which refill turns on). Logged: ``refill_rounds``.
+        pods_skip_after, pods_skip_prob: 0 (default): off. k > 0: GRESO-style pre-generation skip (one process):
+            a prompt whose last k groups all had zero reward variance is skipped before generation with
+            probability ``pods_skip_prob`` (default 0.5; the draw seeded by the run seed, the step and the
+            prompt) and another prompt drawn from the training set in its place (at most SKIP_MAX_DRAWS per
+            slot). The history lives in the trainer (not in checkpoints: a resumed run starts it afresh).
+            Logged: ``skipped_prompts``.
         pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
         pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
         pods_base_model: the base model's name for the model card (default: the model config's
@@ -130,6 +148,9 @@ class PODSGRPOTrainer(GRPOTrainer):
         pods_fast_decode: bool = False,
         pods_strict_rewards: bool = False,
         pods_filter_zero_std: bool | None = None,
+        pods_refill_max_rounds: int | None = None,
+        pods_skip_after: int | None = None,
+        pods_skip_prob: float | None = None,
         **kwargs: Any,
     ):
         check_trl_compat()
@@ -151,6 +172,9 @@ class PODSGRPOTrainer(GRPOTrainer):
         self._pods_lengths: torch.Tensor | None = None  # completion tokens of this process's rows (rewards' call)
         self.pods_filter_zero_std = False  # resolved below, once args is known
         self.pods_timing: dict[str, float] = defaultdict(float)  # per optimizer step; reset by the controller
+        self.pods_step_counts: dict[str, float] = defaultdict(float)  # STEP_COUNTS per optimizer step; likewise
+        self._pods_round = 0  # generation round within a step (refill rounds > 0 sample under their own seeds)
+        self._pods_history: dict[str, deque] = {}  # prompt -> zero-variance flags of its last groups (GRESO skip)
         self.pods_last_selection: dict[str, Any] = {}
         self._pods_sampler: EpochRepeatSampler | None = None  # the training sampler (epoch bookkeeping)
         self._pods_epoch_step: int | None = None  # the optimizer step whose state.epoch was rescaled
@@ -180,6 +204,24 @@ class PODSGRPOTrainer(GRPOTrainer):
         self.pods_ga_same_prompt = bool(_pods_option(a, "pods_ga_same_prompt", pods_ga_same_prompt, False))
         self.pods_seeded_generation = bool(_pods_option(a, "pods_seeded_generation", pods_seeded_generation, False))
         self.pods_filter_zero_std = bool(_pods_option(a, "pods_filter_zero_std", pods_filter_zero_std, False))
+        self.pods_refill_max_rounds = _pods_option(a, "pods_refill_max_rounds", pods_refill_max_rounds, 0)
+        self.pods_skip_after = _pods_option(a, "pods_skip_after", pods_skip_after, 0)
+        self.pods_skip_prob = _pods_option(a, "pods_skip_prob", pods_skip_prob, 0.5)
+        _check_group_filters(
+            "pods.PODSGRPOTrainer", self.pods_refill_max_rounds, self.pods_skip_after, self.pods_skip_prob
+        )
+        if (self.pods_refill_max_rounds or self.pods_skip_after) and self.accelerator.num_processes > 1:
+            raise ValueError(
+                "pods_refill_max_rounds and pods_skip_after draw and generate further prompts on one process, but "
+                f"this run has {self.accelerator.num_processes}; launch one process, or set both to 0"
+            )
+        if (self.pods_refill_max_rounds or self.pods_skip_after) and not hasattr(self.train_dataset, "__getitem__"):
+            raise ValueError(
+                "pods_refill_max_rounds and pods_skip_after draw further prompts by index from train_dataset, which "
+                "has none (an iterable dataset); pass a map-style datasets.Dataset, or set both to 0"
+            )
+        if self.pods_refill_max_rounds:
+            self.pods_filter_zero_std = True  # a slot still uninformative after the last round leaves the update
         self.pods_seed = int(a.seed if pods_seed is None else pods_seed)
         # groups of n rollouts of the same prompt in one generation round (GA in GRPO-GA mode, else 1)
         self.pods_grad_accum = ga if self.pods_ga_same_prompt else 1
@@ -245,6 +287,8 @@ class PODSGRPOTrainer(GRPOTrainer):
         groups = len(prompt_ids) // rows
         offset = self.accelerator.process_index * groups  # global index of this process's first prompt
         seeds = [mix_seed(self.pods_seed, self.state.global_step, offset + g) for g in range(groups)]
+        if self._pods_round:  # a refill round: its own seeds (round 0 keeps the seeds every run had)
+            seeds = [mix_seed(seed, self._pods_round, 0x2EF) for seed in seeds]
         if fast is not None:
             return self._fast_generate(fast, prompt_ids, seeds), None
         devices = [torch.cuda.current_device()] if self.accelerator.device.type == "cuda" else []
@@ -324,37 +368,18 @@ class PODSGRPOTrainer(GRPOTrainer):
                 [None] * (batch["completion_ids"].shape[0] * self.accelerator.num_processes)
             )
             return batch
-        # PODS: no forward over rollouts that are about to be dropped. TRL's no-grad forwards (reference
-        # log-probs; old log-probs for the vLLM IS ratio, or because generation and optimizer steps are
-        # misaligned, gradient_accumulation_steps % steps_per_generation != 0) are switched off while it
-        # generates and scores, and run on the kept rows below (_pods_kept_forwards). TRL reads
-        # args.steps_per_generation in that function only for that decision (TRL_SOURCE_FACTS).
-        beta, is_correction, args = self.beta, self.vllm_importance_sampling_correction, self.args
-        self.beta, self.vllm_importance_sampling_correction = 0.0, False
-        self.args = copy.copy(args)
-        self.args.steps_per_generation = 1
-        try:
-            batch = super()._generate_and_score_completions(inputs)
-        finally:
-            self.beta, self.vllm_importance_sampling_correction, self.args = beta, is_correction, args
-        rewards_per_func = self._pods_rewards_per_func
-        if rewards_per_func is None:
-            raise TRLCompatError(
-                "trl.GRPOTrainer._generate_and_score_completions no longer calls self._calculate_rewards "
-                f"(trl {_trl_version()}); the PODS hook cannot see the rewards. Port pods/trainer/hook.py."
-            )
+        calls = defaultdict(float)  # this generation round's STEP_COUNTS
+        if self.pods_skip_after:
+            inputs = self._pods_skip_prompts(inputs, calls)
+        batch, rewards_G_N, lengths_B = self._pods_score_round(inputs, calls)
         n, m = self.num_generations, self.pods_m
         device = batch["completion_ids"].device
-        # PODS: the weighted sum of the reward functions, exactly TRL's "sum_then_normalize" reward (nansum:
-        # a function's None for a row it does not apply to counts as nothing, as in TRL).
-        rewards_B = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
-        if rewards_B.numel() % n:
-            raise TRLCompatError(f"gathered {rewards_B.numel()} rewards, not a multiple of the group size n={n}")
-        rewards_G_N = rewards_B.detach().to("cpu", torch.float64).view(-1, n)  # all processes' groups, in order
+        gen_G, generated = None, rewards_G_N.shape[0]
+        if self.pods_refill_max_rounds:
+            batch, rewards_G_N, lengths_B, gen_G, generated = self._pods_refill(batch, rewards_G_N, lengths_B, calls)
         lengths_G_N = None
         if uses_lengths(self.pods_rule):  # a length-aware rule: every process's completion lengths, in order
-            local = self._pods_lengths.to(device)
-            lengths_G_N = self.accelerator.gather(local).to("cpu", torch.float64).view(-1, n)
+            lengths_G_N = self.accelerator.gather(lengths_B.to(device)).to("cpu", torch.float64).view(-1, n)
         # PODS: select per prompt group on the gathered rewards (identical on every process).
         gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, 0x5E1))
         keep_G_M = select(rewards_G_N, m, rule=self.pods_rule, generator=gen, lengths=lengths_G_N)
@@ -384,7 +409,15 @@ class PODSGRPOTrainer(GRPOTrainer):
             self._metrics["train"]["pods/filtered_groups"].append(float((~live_G).sum().item()))
         kept["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         self._pods_kept_forwards(kept)
-        self._pods_log_completions(keep_G_M, adv_G_M, live_G)
+        self._pods_log_completions(keep_G_M, adv_G_M, live_G, gen_G, generated)
+        live_rows_B = (
+            torch.ones(kept_len_B.numel(), dtype=torch.bool) if live_G is None else live_G.repeat_interleave(m)
+        )
+        calls["trained_rollouts"] += float(live_rows_B.sum().item())
+        calls["trained_tokens"] += float(kept_len_B.cpu()[live_rows_B].sum().item())
+        for key in STEP_COUNTS:
+            self.pods_step_counts[key] += calls[key]
+            self._metrics["train"][f"pods/{key}"].append(calls[key])
 
         self._pods_log_kept(rewards_G_N.gather(1, keep_G_M), kept_len_B, live_G)
         self.pods_last_selection = {
@@ -399,6 +432,132 @@ class PODSGRPOTrainer(GRPOTrainer):
         if os.environ.get(DEBUG_ENV):
             self._dump_selection(kept, rows_B)
         return kept
+
+    def _pods_score_round(self, inputs: list, calls: dict) -> tuple[dict, torch.Tensor, torch.Tensor]:
+        """One generation round through TRL: (batch, gathered rewards (G, n) float64 on the CPU, this process's
+        completion lengths in tokens); counts the round's rollouts and tokens into ``calls``."""
+        # PODS: no forward over rollouts that are about to be dropped. TRL's no-grad forwards (reference
+        # log-probs; old log-probs for the vLLM IS ratio, or because generation and optimizer steps are
+        # misaligned, gradient_accumulation_steps % steps_per_generation != 0) are switched off while it
+        # generates and scores, and run on the kept rows below (_pods_kept_forwards). TRL reads
+        # args.steps_per_generation in that function only for that decision (TRL_SOURCE_FACTS).
+        self._pods_rewards_per_func = None
+        beta, is_correction, args = self.beta, self.vllm_importance_sampling_correction, self.args
+        self.beta, self.vllm_importance_sampling_correction = 0.0, False
+        self.args = copy.copy(args)
+        self.args.steps_per_generation = 1
+        try:
+            batch = super()._generate_and_score_completions(inputs)
+        finally:
+            self.beta, self.vllm_importance_sampling_correction, self.args = beta, is_correction, args
+        rewards_per_func = self._pods_rewards_per_func
+        if rewards_per_func is None:
+            raise TRLCompatError(
+                "trl.GRPOTrainer._generate_and_score_completions no longer calls self._calculate_rewards "
+                f"(trl {_trl_version()}); the PODS hook cannot see the rewards. Port pods/trainer/hook.py."
+            )
+        n = self.num_generations
+        # PODS: the weighted sum of the reward functions, exactly TRL's "sum_then_normalize" reward (nansum:
+        # a function's None for a row it does not apply to counts as nothing, as in TRL).
+        rewards_B = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+        if rewards_B.numel() % n:
+            raise TRLCompatError(f"gathered {rewards_B.numel()} rewards, not a multiple of the group size n={n}")
+        rewards_G_N = rewards_B.detach().to("cpu", torch.float64).view(-1, n)  # all processes' groups, in order
+        lengths_B = self._pods_lengths.clone()
+        calls["gen_rollouts"] += rewards_G_N.numel()
+        device = batch["completion_ids"].device
+        calls["gen_tokens"] += float(self.accelerator.gather(lengths_B.sum().reshape(1).to(device)).sum().item())
+        if self.pods_skip_after:  # GRESO: remember whether each group of each prompt had zero variance
+            flags = (rewards_G_N.amax(1) == rewards_G_N.amin(1)).tolist()
+            for g, zero in enumerate(flags):
+                key = _prompt_key(inputs[g * n])
+                self._pods_history.setdefault(key, deque(maxlen=self.pods_skip_after)).append(bool(zero))
+        return batch, rewards_G_N, lengths_B
+
+    def _pods_draw_prompt(self, gen: torch.Generator, calls: dict) -> dict:
+        """A training prompt drawn uniformly (``gen``); with the GRESO skip, one it does not skip (at most
+        SKIP_MAX_DRAWS draws, the last one kept)."""
+        dataset = self.train_dataset
+        row = dataset[int(torch.randint(len(dataset), (1,), generator=gen))]
+        for _ in range(SKIP_MAX_DRAWS - 1):
+            if not (self.pods_skip_after and self._pods_skips(row, gen)):
+                break
+            calls["skipped_prompts"] += 1
+            row = dataset[int(torch.randint(len(dataset), (1,), generator=gen))]
+        return row
+
+    def _pods_skips(self, row: dict, gen: torch.Generator) -> bool:
+        """GRESO: whether to skip ``row``'s prompt, whose last ``pods_skip_after`` groups all had zero variance
+        (a draw of ``gen`` below ``pods_skip_prob``); a prompt with a shorter history is never skipped."""
+        history = self._pods_history.get(_prompt_key(row))
+        if history is None or len(history) < self.pods_skip_after or not all(history):
+            return False
+        return float(torch.rand((), generator=gen, dtype=torch.float64)) < self.pods_skip_prob
+
+    def _pods_skip_prompts(self, inputs: list, calls: dict) -> list:
+        """GRESO's pre-generation skip over the round's prompts: a skipped prompt's rows are replaced by those of
+        a prompt drawn from the training set (seeded by the run seed and the step)."""
+        rows = self.num_generations * self.pods_grad_accum
+        gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, 0x6E5))
+        out = []
+        for j in range(len(inputs) // rows):
+            row = inputs[j * rows]
+            if self._pods_skips(row, gen):
+                calls["skipped_prompts"] += 1
+                row = self._pods_draw_prompt(gen, calls)
+                out.extend(dict(row) for _ in range(rows))
+            else:
+                out.extend(inputs[j * rows : (j + 1) * rows])
+        return out
+
+    def _pods_refill(
+        self, batch: dict, rewards_G_N: torch.Tensor, lengths_B: torch.Tensor, calls: dict
+    ) -> tuple[dict, torch.Tensor, torch.Tensor, list[int], int]:
+        """DAPO-style dynamic sampling with refill (``pods_refill_max_rounds``).
+
+        The round's G groups are G slots. While a slot holds a group of zero reward variance and fewer than
+        ``pods_refill_max_rounds`` extra rounds ran, one extra round generates n rollouts (n x GA with
+        GRPO-GA) for as many fresh prompts as are needed, drawn uniformly from the training set (seeded by the
+        run seed, the step and the round; the GRESO skip applies to them), under their own sampling seeds; its
+        informative groups fill the uninformative slots in order. Returns the batch of the slots' groups, their
+        rewards and lengths, each slot's index among all generated groups, and the number generated.
+        """
+        n, ga = self.num_generations, self.pods_grad_accum
+        batches, rewards, lengths = [batch], [rewards_G_N], [lengths_B]
+        live = (rewards_G_N.amax(1) > rewards_G_N.amin(1)).tolist()
+        slots = list(range(len(live)))
+        rounds = 0
+        try:
+            while rounds < self.pods_refill_max_rounds:
+                missing = [i for i, g in enumerate(slots) if not live[g]]
+                if not missing:
+                    break
+                rounds += 1
+                self._pods_round = rounds
+                gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, rounds, 0x2EF))
+                prompts = [self._pods_draw_prompt(gen, calls) for _ in range(-(-len(missing) // ga))]
+                extra = [dict(row) for row in prompts for _ in range(n * ga)]
+                b, r, ln = self._pods_score_round(extra, calls)
+                first = len(live)
+                live.extend((r.amax(1) > r.amin(1)).tolist())
+                batches.append(b)
+                rewards.append(r)
+                lengths.append(ln)
+                fresh = [g for g in range(first, len(live)) if live[g]]
+                for slot, g in zip(missing, fresh, strict=False):
+                    slots[slot] = g
+        finally:
+            self._pods_round = 0
+        calls["refill_rounds"] += rounds
+        if rounds == 0:
+            return batch, rewards_G_N, lengths_B, slots, len(live)
+        rows_B = torch.cat([torch.arange(g * n, (g + 1) * n) for g in slots])
+        merged = downsample_rows(concat_rows(batches, self._tokenizer.pad_token_id), rows_B)
+        width = int(merged["completion_mask"].sum(1).max().item()) if rows_B.numel() else 0
+        for key, val in merged.items():  # drop the padding columns no slot's completion reaches
+            if isinstance(val, torch.Tensor) and val.dim() == 2 and not key.startswith("prompt"):
+                merged[key] = val[:, : max(width, 1)]
+        return merged, torch.cat(rewards)[slots], torch.cat(lengths)[rows_B], slots, len(live)
 
     def _pods_log_kept(self, kept_rewards_G_M: torch.Tensor, kept_len_B: torch.Tensor, live_G: torch.Tensor | None):
         """The ``kept_*`` metrics of a generation round, over the groups that enter the update: with the
@@ -431,10 +590,18 @@ class PODSGRPOTrainer(GRPOTrainer):
             adv_G_M[live_G] = pods_advantages(rewards_G_N[live_G], keep_G_M[live_G], **kwargs).to(torch.float64)
         return adv_G_M
 
-    def _pods_log_completions(self, keep_G_M: torch.Tensor, adv_G_M: torch.Tensor, live_G: torch.Tensor | None) -> None:
+    def _pods_log_completions(
+        self,
+        keep_G_M: torch.Tensor,
+        adv_G_M: torch.Tensor,
+        live_G: torch.Tensor | None,
+        gen_G: list[int] | None = None,
+        generated: int | None = None,
+    ) -> None:
         """What was trained, in TRL's completions table (``log_completions``): TRL logged every rollout with
         its advantage over all n; the rows of this round get the advantage they were trained with instead
-        (NaN for a rollout left out, by the rule or the zero-variance filter) and a ``kept`` column."""
+        (NaN for a rollout left out, by the rule, the zero-variance filter or a refill) and a ``kept`` column.
+        ``gen_G``: with refill, each trained group's index among the ``generated`` groups of the step's rounds."""
         G, n = keep_G_M.shape[0], self.num_generations
         kept_G_N = torch.zeros(G, n, dtype=torch.bool).scatter_(1, keep_G_M.cpu(), True)
         if live_G is not None:
@@ -442,7 +609,15 @@ class PODSGRPOTrainer(GRPOTrainer):
         adv_G_N = torch.full((G, n), float("nan"), dtype=torch.float64)
         adv_G_N.scatter_(1, keep_G_M.cpu(), adv_G_M.to("cpu", torch.float64))
         adv_G_N[~kept_G_N] = float("nan")
+        if gen_G is not None and generated is not None and generated != G:  # refill: place the slots' groups
+            index = torch.tensor(gen_G, dtype=torch.long)
+            all_kept = torch.zeros(generated, n, dtype=torch.bool)
+            all_adv = torch.full((generated, n), float("nan"), dtype=torch.float64)
+            all_kept[index], all_adv[index] = kept_G_N, adv_G_N
+            G, kept_G_N, adv_G_N = generated, all_kept, all_adv
         logged = self._logs["advantages"]
+        if G * n > len(logged) == getattr(logged, "maxlen", None):  # refill rounds overran TRL's bounded table
+            G, kept_G_N, adv_G_N = len(logged) // n, kept_G_N[-(len(logged) // n) :], adv_G_N[-(len(logged) // n) :]
         if len(logged) < G * n:
             raise TRLCompatError(
                 f"trl.GRPOTrainer logged {len(logged)} advantages for a round of {G * n} rollouts (trl {_trl_version()}); "
@@ -664,6 +839,12 @@ class PODSGRPOTrainer(GRPOTrainer):
         if self.args.should_save:
             self._write_model_card(Path(output_dir if output_dir is not None else self.args.output_dir))
         super()._save(output_dir, state_dict)
+
+
+def _prompt_key(row: dict) -> str:
+    """A prompt's identity for the GRESO history: its text (a chat prompt as its JSON)."""
+    prompt = row.get("prompt")
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
 
 
 def _refuse_unknown_pods_keywords(kwargs: dict[str, Any]) -> None:

@@ -68,6 +68,28 @@ class PODSConfig(GRPOConfig):
         },
     )
 
+    pods_refill_max_rounds: int = field(
+        default=0,
+        metadata={
+            "help": "0 (default): off. K > 0: DAPO-style refill. While the generation round has fewer informative "
+            "groups (nonzero reward variance) than groups, generate n rollouts for further prompts drawn from the "
+            "training set (seeded), at most K extra rounds; uninformative groups are replaced, and a group still "
+            "uninformative after K rounds is filtered as pods_filter_zero_std. One process only."
+        },
+    )
+    pods_skip_after: int = field(
+        default=0,
+        metadata={
+            "help": "0 (default): off. k > 0: GRESO-style pre-generation skip. A prompt whose last k groups all had "
+            "zero reward variance is skipped before generation with probability pods_skip_prob (seeded) and another "
+            "prompt drawn from the training set in its place. One process only."
+        },
+    )
+    pods_skip_prob: float = field(
+        default=0.5,
+        metadata={"help": "The skip probability of pods_skip_after, in [0, 1]."},
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.pods_m is None:
@@ -80,6 +102,7 @@ class PODSConfig(GRPOConfig):
             raise ValueError(
                 f"pods.PODSConfig: pods_normalize={self.pods_normalize!r} must be 'after' (the paper) or 'before' (App. A.3)"
             )
+        _check_group_filters("pods.PODSConfig", self.pods_refill_max_rounds, self.pods_skip_after, self.pods_skip_prob)
 
     def get_process_log_level(self) -> int:
         # transformers.Trainer.__init__ asks its args for this once, early (before any training); a trainer other
@@ -88,6 +111,15 @@ class PODSConfig(GRPOConfig):
         # setting up logging) are not affected.
         _refuse_foreign_trainer(self, sys._getframe(1).f_locals.get("self"))
         return super().get_process_log_level()
+
+
+def _check_group_filters(who: str, refill_max_rounds: Any, skip_after: Any, skip_prob: Any) -> None:
+    """The refill and skip parameters: integers >= 0 and a probability; ValueError saying the fix."""
+    for name, value in (("pods_refill_max_rounds", refill_max_rounds), ("pods_skip_after", skip_after)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{who}: {name}={value!r} must be an integer >= 0 (0 = off); use e.g. {name}=4")
+    if isinstance(skip_prob, bool) or not isinstance(skip_prob, int | float) or not 0 <= skip_prob <= 1:
+        raise ValueError(f"{who}: pods_skip_prob={skip_prob!r} must be a probability in [0, 1]; use e.g. 0.5")
 
 
 def _refuse_foreign_trainer(args: PODSConfig, owner: Any) -> None:

@@ -1,0 +1,532 @@
+"""The selection arena's tables and page: every rule and group filter against GRPO and against PODS max-variance,
+per condition, per step and per unit of compute (docs/arena.md).
+
+Run:
+    pods analysis arena --scale full                       # collect results/arena/runs -> results/arena/tables
+    pods analysis arena --scale pilot --record benchmarks/results/arena   # ... and keep the tidy record
+    pods analysis arena --page docs/arena.md               # the page, from the committed record
+
+Inputs: the run directories of the arena's grid (:func:`pods.arena.load_arena`: ``{root}/runs/{condition}/{arm}/
+seed~{seed}``), or a record folder holding what :func:`collect` makes of them: ``arena_curves.csv`` (condition,
+arm, seed, step, accuracy on the primary test set), ``arena_steps.csv`` (per step: rollouts and completion
+tokens generated and trained on, refill rounds, skipped prompts, CPU seconds) and ``arena_runs.csv`` (per run:
+CPU seconds of its steps, evaluations and start-up), with ``arena_meta.json`` (scale, seeds, steps, conditions,
+arms).
+
+Statistics, per run (a seed of an arm under a condition), each then averaged over seeds:
+
+- ``auc_step``: mean accuracy over the step budget B, the area under the accuracy curve (trapezoids between the
+  evaluations, step 0 included) divided by B. It uses every evaluation, so it separates arms at few seeds
+  better than one point does; ``acc_half`` and ``acc_final``: the accuracy at B/2 and at B (fixed budgets);
+  ``peak_step``: the step of the best evaluation (the first, on ties): time-to-peak.
+- ``auc_tokens``: the same over compute, measured in completion tokens generated plus trained on (cumulative
+  per step); the budget is the smallest total any run of the condition spent, so every run is read on the same
+  budget, and the curve is interpolated linearly between evaluations; ``acc_tokens``: the accuracy at that
+  budget. ``auc_cpu``: the same in CPU seconds of the training steps (``step_cpu_s``; machine-bound).
+
+Comparisons (``arena_vs.csv``): for each condition, arm, reference (``grpo``, ``pods``) and statistic, the
+difference of the means over seeds with a 95% Welch t-interval (:func:`pods.analysis.intervals.mean_diff_interval`)
+and a verdict by :func:`verdict`: the interval above 0 "better", containing 0 "not resolved", below 0 "worse"
+(fewer than 2 seeds on either side: "too few seeds").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pods import registry
+from pods.analysis.intervals import mean_diff_interval, mean_interval
+
+__all__ = [
+    "STATS",
+    "add_arguments",
+    "arm_table",
+    "collect",
+    "cost_estimate",
+    "main",
+    "render_page",
+    "run",
+    "run_stats",
+    "token_table",
+    "verdict",
+    "vs_table",
+]
+
+DEFAULT_RECORD = "benchmarks/results/arena"
+STEP_KEYS = (
+    "gen_rollouts",
+    "gen_tokens",
+    "trained_rollouts",
+    "trained_tokens",
+    "refill_rounds",
+    "skipped_prompts",
+    "step_cpu_s",
+    "reward_mean",
+    "frac_zero_std",
+)
+STATS = {
+    "auc_step": "mean accuracy over the step budget",
+    "acc_half": "accuracy at half the step budget",
+    "acc_final": "accuracy at the step budget",
+    "peak_step": "step of the best evaluation (time-to-peak)",
+    "auc_tokens": "mean accuracy over the token budget (tokens generated + trained)",
+    "acc_tokens": "accuracy at the token budget",
+    "auc_cpu": "mean accuracy over the CPU-seconds budget",
+}
+COMPARED = ("auc_step", "acc_final", "auc_tokens", "acc_tokens", "auc_cpu", "peak_step")
+CI = 0.95
+
+
+class ArenaInputError(ValueError):
+    """Missing or unusable arena input; the message names it and says how to fix it."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Collecting runs
+
+
+def collect(grid) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(curves, steps, runs) of the grid's finished runs (summary.json present); an unfinished run is an error."""
+    from pods.runlog import read_jsonl
+
+    curves, steps, runs = [], [], []
+    missing = []
+    for run in grid.runs():
+        d = Path(grid.root) / "runs" / run.folder
+        if not (d / "summary.json").is_file():
+            missing.append(str(d))
+            continue
+        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        ident = {"condition": run.condition, "arm": run.arm, "seed": run.seed}
+        primary = None
+        for row in read_jsonl(d / "eval.jsonl"):
+            primary = primary or row["dataset"]
+            if row["dataset"] == primary:
+                curves.append({**ident, "step": int(row["step"]), "accuracy": float(row["accuracy"])})
+        for row in read_jsonl(d / "metrics.jsonl"):
+            steps.append({**ident, "step": int(row["step"]), **{k: row.get(k) for k in STEP_KEYS}})
+        runs.append(
+            {
+                **ident,
+                "steps": summary.get("steps"),
+                "n_evals": summary.get("n_evals"),
+                "train_cpu_s": summary.get("train_cpu_s"),
+                "eval_cpu_s": summary.get("eval_cpu_s"),
+                "startup_cpu_s": summary.get("startup_cpu_s"),
+                "process_cpu_s": summary.get("cpu_s_last_session"),
+            }
+        )
+    if missing:
+        raise ArenaInputError(
+            f"{len(missing)} arena run(s) have not finished, e.g. {missing[0]}; train them "
+            f"(snakemake arena --config arena={grid.scale}) before the tables"
+        )
+    return pd.DataFrame(curves), pd.DataFrame(steps), pd.DataFrame(runs)
+
+
+def grid_meta(grid) -> dict:
+    return {
+        "scale": grid.scale,
+        "experiment": grid.experiment,
+        "seeds": list(grid.seeds),
+        "steps": grid.steps,
+        "eval_every": grid.eval_every,
+        "conditions": {c: list(o) for c, o in grid.conditions.items()},
+        "arms": {a.name: {"rule": a.rule, "n": a.n, "m": a.m, "extra": list(a.extra)} for a in grid.arms.values()},
+    }
+
+
+def write_record(out: Path, curves: pd.DataFrame, steps: pd.DataFrame, runs: pd.DataFrame, meta: dict) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, df in (("arena_curves", curves), ("arena_steps", steps), ("arena_runs", runs)):
+        paths.append(out / f"{name}.csv")
+        df.to_csv(paths[-1], index=False, float_format="%.6g")
+    paths.append(out / "arena_meta.json")
+    paths[-1].write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")  # arms and conditions in grid order
+    return paths
+
+
+def read_record(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
+    names = ("arena_curves.csv", "arena_steps.csv", "arena_runs.csv", "arena_meta.json")
+    for name in names:
+        if not (folder / name).is_file():
+            raise ArenaInputError(
+                f"{folder / name} is missing; make the record with pods analysis arena --scale NAME --record {folder}"
+            )
+    read = [pd.read_csv(folder / n) for n in names[:3]]
+    return (*read, json.loads((folder / names[3]).read_text(encoding="utf-8")))
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics
+
+
+def _area(x: np.ndarray, y: np.ndarray, budget: float) -> tuple[float, float]:
+    """(area under y(x) on [0, budget] / budget, y at budget), y linear between points; x ascending from 0."""
+    if budget <= 0 or len(x) == 0:
+        return math.nan, math.nan
+    at = float(np.interp(budget, x, y))
+    keep = x < budget
+    xs = np.concatenate([x[keep], [budget]])
+    ys = np.concatenate([y[keep], [at]])
+    return float(np.trapezoid(ys, xs) / budget), at
+
+
+def _at_evals(eval_steps: np.ndarray, step_of: np.ndarray, cumulative: np.ndarray) -> np.ndarray:
+    """Cumulative compute at each evaluation's step (0 at step 0)."""
+    return np.array([0.0 if st == 0 else float(np.interp(st, step_of, cumulative)) for st in eval_steps])
+
+
+def run_stats(curves: pd.DataFrame, steps: pd.DataFrame, budget_steps: int) -> pd.DataFrame:
+    """Per run (condition, arm, seed): the statistics of :data:`STATS` (see the module docstring)."""
+    rows = []
+    per_run = {}
+    for key, c in curves.groupby(["condition", "arm", "seed"], sort=True):
+        c = c.sort_values("step")
+        s = steps[(steps.condition == key[0]) & (steps.arm == key[1]) & (steps.seed == key[2])].sort_values("step")
+        x, y = c.step.to_numpy(float), c.accuracy.to_numpy(float)
+        if x[0] != 0:
+            raise ArenaInputError(f"run {'/'.join(map(str, key))} has no evaluation at step 0; collect it again")
+        tokens = (s.gen_tokens.fillna(0) + s.trained_tokens.fillna(0)).cumsum().to_numpy(float)
+        cpu = s.step_cpu_s.fillna(0).cumsum().to_numpy(float)
+        step_of = s.step.to_numpy(int)
+        per_run[key] = (x, y, step_of, tokens, cpu)
+        auc, final = _area(x, y, float(budget_steps))
+        half = float(np.interp(budget_steps / 2, x, y))
+        rows.append(
+            {
+                "condition": key[0],
+                "arm": key[1],
+                "seed": int(key[2]),
+                "auc_step": auc,
+                "acc_half": half,
+                "acc_final": final,
+                "peak_step": float(x[int(np.argmax(y))]),
+                "total_tokens": float(tokens[-1]) if len(tokens) else math.nan,
+                "total_cpu_s": float(cpu[-1]) if len(cpu) else math.nan,
+            }
+        )
+    out = pd.DataFrame(rows)
+    if out.empty:
+        raise ArenaInputError("the arena curves hold no run; collect the runs first")
+    for col in ("auc_tokens", "acc_tokens", "auc_cpu", "token_budget", "cpu_budget_s"):
+        out[col] = math.nan
+    # compute budgets: the smallest total any run of the condition spent
+    for cond, idx in out.groupby("condition").groups.items():
+        tok_budget = out.loc[idx, "total_tokens"].min()
+        cpu_budget = out.loc[idx, "total_cpu_s"].min()
+        for i in idx:
+            key = (cond, out.at[i, "arm"], out.at[i, "seed"])
+            x, y, step_of, tokens, cpu = per_run[key]
+
+            out.at[i, "auc_tokens"], out.at[i, "acc_tokens"] = _area(_at_evals(x, step_of, tokens), y, tok_budget)
+            out.at[i, "auc_cpu"], _ = _area(_at_evals(x, step_of, cpu), y, cpu_budget)
+            out.at[i, "token_budget"], out.at[i, "cpu_budget_s"] = tok_budget, cpu_budget
+    return out
+
+
+def verdict(low: float, high: float) -> str:
+    """The stated rule: a difference whose interval lies above 0 is "better", below 0 "worse", else "not
+    resolved"; no interval (fewer than 2 seeds on a side) is "too few seeds"."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "too few seeds"
+    if low > 0:
+        return "better"
+    if high < 0:
+        return "worse"
+    return "not resolved"
+
+
+def arm_table(stats: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """Per condition and arm: the mean of each statistic over seeds with its 95% t-interval."""
+    rows = []
+    for cond in meta["conditions"]:
+        for arm in meta["arms"]:
+            sub = stats[(stats.condition == cond) & (stats.arm == arm)]
+            if sub.empty:
+                continue
+            row = {"condition": cond, "arm": arm, "seeds": len(sub), **meta["arms"][arm]}
+            row["extra"] = " ".join(row["extra"])
+            for stat in STATS:
+                vals = sub[stat].to_numpy(float)
+                row[stat] = float(np.mean(vals))
+                lo, hi = mean_interval(vals, CI) if len(vals) >= 2 else (math.nan, math.nan)
+                row[f"{stat}_lo"], row[f"{stat}_hi"] = lo, hi
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def vs_table(stats: pd.DataFrame, meta: dict, references: Sequence[str] = ("grpo", "pods")) -> pd.DataFrame:
+    """Each arm against each reference arm, per condition and compared statistic: difference of means, 95% Welch
+    interval, verdict. A higher accuracy is better; for ``peak_step`` (time-to-peak) the difference is read the
+    other way round (reference minus arm), so "better" means an earlier peak there too."""
+    rows = []
+    for cond in meta["conditions"]:
+        for ref in references:
+            base = stats[(stats.condition == cond) & (stats.arm == ref)]
+            for arm in meta["arms"]:
+                if arm == ref:
+                    continue
+                sub = stats[(stats.condition == cond) & (stats.arm == arm)]
+                if sub.empty or base.empty:
+                    continue
+                for stat in COMPARED:
+                    a, b = sub[stat].to_numpy(float), base[stat].to_numpy(float)
+                    if stat == "peak_step":
+                        a, b = b, a
+                    diff = float(a.mean() - b.mean())
+                    if len(a) >= 2 and len(b) >= 2:
+                        lo, hi = mean_diff_interval(a, b, CI)
+                    else:
+                        lo, hi = math.nan, math.nan
+                    rows.append(
+                        {
+                            "condition": cond,
+                            "arm": arm,
+                            "reference": ref,
+                            "statistic": stat,
+                            "difference": diff,
+                            "low": float(lo),
+                            "high": float(hi),
+                            "verdict": verdict(float(lo), float(hi)),
+                            "seeds": len(sub),
+                            "reference_seeds": len(base),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def token_table(steps: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """Per condition and arm: the mean per step (over seeds and steps) of what was generated and trained on."""
+    rows = []
+    keys = [k for k in STEP_KEYS if k not in ("reward_mean",)]
+    for cond in meta["conditions"]:
+        for arm in meta["arms"]:
+            sub = steps[(steps.condition == cond) & (steps.arm == arm)]
+            if sub.empty:
+                continue
+            rows.append({"condition": cond, "arm": arm, **{f"{k}_per_step": float(sub[k].mean()) for k in keys}})
+    return pd.DataFrame(rows)
+
+
+def cost_estimate(runs: pd.DataFrame, meta: dict, target: dict) -> dict:
+    """CPU seconds of a grid ``target`` (seeds, steps, eval_every, conditions, arms: the full scale's meta),
+    estimated from the recorded runs: per arm, start-up + steps x its CPU seconds per step + evaluations x its CPU
+    seconds per evaluation (means over its recorded runs; an arm not recorded takes the recorded n = 64 PODS arm's,
+    or the mean of all). Returns total CPU seconds and hours of wall on 2 and 4 cores."""
+    r = runs.assign(
+        step_cpu=runs.train_cpu_s / runs.steps,
+        eval_cpu=runs.eval_cpu_s / runs.n_evals,
+    )
+    per_arm = r.groupby("arm")[["step_cpu", "eval_cpu", "startup_cpu_s"]].mean()
+    fallback = per_arm.loc["pods"] if "pods" in per_arm.index else per_arm.mean()
+    evals = target["steps"] // target["eval_every"] + 1
+    total = 0.0
+    for arm in target["arms"]:
+        c = per_arm.loc[arm] if arm in per_arm.index else fallback
+        one = c.startup_cpu_s + target["steps"] * c.step_cpu + evals * c.eval_cpu
+        total += one * len(target["seeds"]) * len(target["conditions"])
+    runs_n = len(target["arms"]) * len(target["seeds"]) * len(target["conditions"])
+    return {"runs": runs_n, "cpu_s": total, "hours_2_cores": total / 2 / 3600, "hours_4_cores": total / 4 / 3600}
+
+
+# ----------------------------------------------------------------------------------------------
+# The page
+
+
+def _ci(mean: float, lo: float, hi: float, digits: int = 3) -> str:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def render_page(
+    arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict, record: str, full: dict
+) -> str:
+    """docs/arena.md from the tables of a record (deterministic: the same record gives the same bytes)."""
+    pilot = meta["scale"] != "full"
+    seeds, steps = len(meta["seeds"]), meta["steps"]
+    conds = ", ".join(f"{c} ({' '.join(o) or 'no overrides'})" for c, o in meta["conditions"].items())
+    cpu = float(runs.process_cpu_s.sum())
+    est = cost_estimate(runs, meta, full)
+    lines = [
+        "# The selection arena",
+        "",
+        f"<!-- generated by `pods analysis arena --page docs/arena.md` from {record}/; do not edit by hand -->",
+        "",
+        "Which rollouts are worth a policy update? Every down-sampling rule and group filter of the package, on the",
+        "tiny analogue of setting (a) (`experiments/tiny_a.yaml`), under several reward conditions, each arm compared",
+        "with vanilla GRPO (n = m = 16) and with PODS max-variance (n = 64, m = 16), per step and per unit of compute.",
+        "",
+    ]
+    if pilot:
+        lines += [
+            f"**This record is a pilot** (scale `{meta['scale']}` of `config/arena.yaml`): {seeds} seeds "
+            f"({', '.join(map(str, meta['seeds']))}) x {steps} steps, evaluated every {meta['eval_every']} steps on the "
+            f"primary test set; conditions {conds}; arms {', '.join(meta['arms'])}. It shows that the machinery runs "
+            "end to end; at this budget and seed count the intervals are wide and most verdicts are not resolved. "
+            "It is no result about the rules.",
+            "",
+        ]
+    else:
+        lines += [f"Record: {seeds} seeds x {steps} steps; conditions {conds}; arms {', '.join(meta['arms'])}.", ""]
+    lines += [
+        f"The record's {len(runs)} runs took {cpu:,.0f} CPU seconds in all (whole processes: start-up, steps and "
+        "evaluations).",
+        "",
+        "## How to run it",
+        "",
+        "```bash",
+        "snakemake -n arena                         # the full grid: 13 arms x 4 conditions x 8 seeds",
+        "snakemake -c2 arena                        # train it, then the tables and one figure per condition",
+        "snakemake -c2 arena --config arena=pilot   # the pilot grid of this page",
+        "pods analysis arena --scale pilot --record benchmarks/results/arena   # record the pilot",
+        "pods analysis arena --page docs/arena.md   # this page, from the record",
+        "```",
+        "",
+        f"Estimated cost of the full grid (scale `full`: {est['runs']} runs of {full['steps']} steps, "
+        f"{len(full['seeds'])} seeds), from this record's CPU seconds per step, per evaluation and per start-up "
+        f"(`cost_estimate`): {est['cpu_s']:,.0f} CPU seconds, about {est['hours_2_cores']:.1f} h on 2 cores "
+        f"({est['hours_4_cores']:.1f} h on 4).",
+        "",
+        "## Arms, conditions and filters",
+        "",
+        "- Arms: the rows of `config/runs_arena.tsv` (rule, n, m, extra overrides). Rules: `pods.selectors`.",
+        "- `rollout.filter=zero_std`: a prompt group whose n rewards are all equal leaves the update.",
+        "- `rollout.filter=refill` (DAPO-style dynamic sampling): while the step's groups include ones of zero reward",
+        "  variance, n rollouts are generated for as many further prompts (drawn uniformly from the training set,",
+        "  seeded), at most `rollout.refill_max_rounds` extra rounds; each uninformative group is replaced by the next",
+        "  informative new one, and one still uninformative at the cap is filtered as `zero_std`. The extra generation",
+        "  is counted (`gen_rollouts`, `gen_tokens`, `refill_rounds`).",
+        "- `rollout.skip_after=k` (GRESO-style pre-generation skip): a prompt whose last k groups all had zero reward",
+        "  variance is skipped before generation with probability `rollout.skip_prob` (seeded), and another prompt",
+        "  drawn in its place (`skipped_prompts`). The tiny training set has 11,439 prompts, so a run of a few",
+        "  hundred one-prompt steps rarely meets a prompt twice, and the skip seldom fires there.",
+        "- Conditions: `task.reward_noise=p` flips each rollout's correctness reward r to 1 - r with probability p",
+        "  (seeded per run, step, round and rollout; evaluation is clean); `task.reward=partial` gives digit-wise",
+        "  partial credit to a wrong integer answer (evaluation counts exact answers).",
+        "- Compute: `gen_tokens` (completion tokens generated, every round) + `trained_tokens` (completion tokens of",
+        "  the rows in the update), and CPU seconds of the steps (`step_cpu_s`), logged per step in metrics.jsonl.",
+        "",
+        "## Statistics and verdicts",
+        "",
+        "Per run: **AUC/B**, the mean accuracy over the budget (the area under the accuracy curve divided by the",
+        "budget; over steps, over tokens generated + trained, over CPU seconds; a compute budget is the smallest total",
+        "any run of the condition spent), the accuracy at the budget, and the step of the best evaluation",
+        "(time-to-peak). Each is averaged over seeds; a difference between two arms gets a 95% Welch t-interval over",
+        "seeds. Verdict: the interval above 0 **better**, containing 0 **not resolved**, below 0 **worse** (for",
+        "time-to-peak, better is earlier).",
+        "",
+    ]
+    vs_idx = {(r.condition, r.arm, r.reference, r.statistic): r for r in vs.itertuples()}
+
+    def cell(cond, arm, ref, stat):
+        r = vs_idx.get((cond, arm, ref, stat))
+        if r is None:
+            return "reference" if arm == ref else "-"
+        if not (math.isfinite(r.low) and math.isfinite(r.high)):
+            return f"{r.difference:+.3f} ({r.verdict})"
+        return f"{r.difference:+.3f} [{r.low:+.3f}, {r.high:+.3f}] {r.verdict}"
+
+    tok_idx = {(r.condition, r.arm): r for r in tokens.itertuples()}
+    for cond in meta["conditions"]:
+        sub = arms[arms.condition == cond]
+        lines += [f"## Condition `{cond}`", ""]
+        lines += [
+            "| arm | AUC/B (steps) | vs GRPO | vs PODS | AUC/B (tokens) vs GRPO | AUC/B (CPU s) vs GRPO "
+            "| accuracy at B | peak step | tokens/step gen / trained |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in sub.itertuples():
+            t = tok_idx.get((cond, r.arm))
+            tok = f"{t.gen_tokens_per_step:,.0f} / {t.trained_tokens_per_step:,.0f}" if t is not None else "-"
+            lines.append(
+                f"| {r.arm} | {_ci(r.auc_step, r.auc_step_lo, r.auc_step_hi)} | {cell(cond, r.arm, 'grpo', 'auc_step')} "
+                f"| {cell(cond, r.arm, 'pods', 'auc_step')} | {cell(cond, r.arm, 'grpo', 'auc_tokens')} "
+                f"| {cell(cond, r.arm, 'grpo', 'auc_cpu')} | {_ci(r.acc_final, r.acc_final_lo, r.acc_final_hi)} "
+                f"| {r.peak_step:.0f} | {tok} |"
+            )
+        lines.append("")
+    lines += [
+        "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison), "
+        "`arena_tokens.csv` (per-step rollouts, tokens, refill rounds, skipped prompts, CPU seconds), written by "
+        "`pods analysis arena --out-dir DIR`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# Command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scale", default=None, help="collect the runs of this arena scale (config/arena.yaml; full, pilot)"
+    )
+    p.add_argument(
+        "--from-record",
+        default=None,
+        help=f"read a record folder instead of runs (default with --page: {DEFAULT_RECORD})",
+    )
+    p.add_argument("--record", default=None, help="write the collected runs as a record folder (tidy CSVs and meta)")
+    p.add_argument(
+        "--out-dir", default=None, help="write arena_*.csv tables here (default with --scale: {root}/tables)"
+    )
+    p.add_argument("--page", default=None, help="write the page (docs/arena.md) from the tables")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pods.arena import ArenaError, load_arena
+
+    try:
+        full = grid_meta(load_arena("full"))
+        if args.scale is not None and args.from_record is None:
+            grid = load_arena(args.scale)
+            curves, steps, runs = collect(grid)
+            meta = grid_meta(grid)
+            source = f"{grid.root}/runs"
+            out_dir = Path(args.out_dir) if args.out_dir else Path(grid.root) / "tables"
+        else:
+            source = args.from_record or DEFAULT_RECORD
+            folder = Path(source)
+            if not folder.is_absolute() and not folder.is_dir():  # a repository path, from any directory
+                folder = registry.repo_file(source)
+            curves, steps, runs, meta = read_record(folder)
+            out_dir = Path(args.out_dir) if args.out_dir else None
+        stats = run_stats(curves, steps, meta["steps"])
+        arms, vs, tokens = arm_table(stats, meta), vs_table(stats, meta), token_table(steps, meta)
+        written = []
+        if args.record:
+            written += write_record(Path(args.record), curves, steps, runs, meta)
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for name, df in (("arena_curves", curves), ("arena_steps", steps), ("arena_arms", arms),
+                             ("arena_vs", vs), ("arena_tokens", tokens)):  # fmt: skip
+                df.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.6g")
+                written.append(out_dir / f"{name}.csv")
+        if args.page:
+            page = render_page(arms, vs, tokens, runs, meta, source.rstrip("/"), full)
+            Path(args.page).write_text(page, encoding="utf-8")
+            written.append(Path(args.page))
+    except (ArenaInputError, ArenaError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "pods analysis arena") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    add_arguments(p)
+    return run(p.parse_args(argv))
