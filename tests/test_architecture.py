@@ -31,7 +31,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "Vocabulary": ("pods/__init__.py", "pods/registry.py", "pods/textutil.py"),
     "Math": ("pods/selectors.py", "pods/grpo.py"),
     "Rewards": ("pods/rewards.py", "pods/verifier.py"),
-    "Config": ("pods/config/",),
+    "Config": ("pods/config/", "pods/arena.py"),
     "Inputs": ("pods/data.py", "pods/models.py", "pods/tiny.py"),
     "Machine": ("pods/kernels.py",),
     "RunDir": ("pods/runlog.py",),
