@@ -16,7 +16,7 @@ The key (:func:`step0_key`) is a SHA-256 over
 - the evaluation sets' content (every example, in order), their sampling seeds, the config sections that
   the evaluation reads
   (``eval``, ``task``, and the rollout keys of the generator: ``top_k``, ``fast_decode``, ``backend``);
-- what computes it: the source of the ``pods`` package, the torch and transformers versions, torch's
+- what computes it: the source of the ``pods`` package (but ``pods/analysis`` and ``pods/bench``), the torch and transformers versions, torch's
   thread count and CPU kernels (:mod:`pods.kernels`), the CPU model, and the evaluation batch size
   (``PODS_EVAL_BATCH_ROWS``).
 
@@ -43,6 +43,7 @@ __all__ = ["enabled", "load", "step0_key", "store"]
 ENV = "PODS_EVAL_CACHE"
 FORMAT = 1
 _PKG = Path(__file__).resolve().parent
+_NOT_RUN = ("analysis", "bench")
 
 
 def enabled(cfg: Any, use_cuda: bool, num_processes: int) -> bool:
@@ -53,8 +54,12 @@ def enabled(cfg: Any, use_cuda: bool, num_processes: int) -> bool:
 
 
 def _source_sha() -> str:
+    """SHA-256 of the package source a training process runs: every module but the analysis and the
+    benchmarks (which no run imports), so that editing those keeps the stored evaluations."""
     h = hashlib.sha256()
     for path in sorted(_PKG.rglob("*.py")):
+        if path.relative_to(_PKG).parts[0] in _NOT_RUN:
+            continue
         h.update(path.relative_to(_PKG).as_posix().encode())
         h.update(b"\0")
         h.update(path.read_bytes())

@@ -106,3 +106,19 @@ def test_the_key_follows_the_weights_the_sets_and_the_settings(tiny_cfg, tmp_pat
         param.view(-1)[0] = torch.nextafter(param.view(-1)[0], torch.tensor(1e9))  # one weight, one ulp
     changed.append(evalcache.step0_key(cfg, model, tok, sets, SEEDS))
     assert len({key, *changed}) == len(changed) + 1
+
+
+def test_the_key_follows_the_code_a_run_runs(tmp_path, monkeypatch):
+    """Editing a module that training runs changes the key; editing the analysis or a benchmark does not."""
+    for rel in ("fastgen.py", "trainer/hook.py", "analysis/tables.py", "bench/bench_x.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    monkeypatch.setattr(evalcache, "_PKG", tmp_path)
+    base = evalcache._source_sha()
+    for rel in ("analysis/tables.py", "bench/bench_x.py"):
+        (tmp_path / rel).write_text("x = 2\n")
+        assert evalcache._source_sha() == base, rel
+    for rel in ("fastgen.py", "trainer/hook.py"):
+        (tmp_path / rel).write_text("x = 2\n")
+        assert evalcache._source_sha() != base, rel
+        base = evalcache._source_sha()
