@@ -28,8 +28,9 @@ training may use them), the key/value caches are not zero-filled and start at th
 of positions instead of the longest possible completion (grown a chunk at a time, their length kept
 congruent to the full length's so that every cached row keeps its byte alignment), and the active rows'
 positions and masks are indexed again only when finished rows leave the batch. Measured on one thread of
-a 2-core AMD EPYC, old and new code interleaved in one process: 1.05-1.19x less CPU per call
-(``benchmarks/bench_job_levers.py`` measures whole runs).
+a 2-core AMD EPYC, old and new code interleaved in one process: 1.05-1.11x fewer CPU seconds per rollout
+call (64 rows), 1.15-1.19x per evaluation call (256 rows); in whole 100-step runs of tiny (a)
+(``benchmarks/bench_job_levers.py``), evaluation 1.16-1.25x and training 1.03-1.24x.
 
 It is used when ``rollout.fast_decode`` is true (the tiny experiment YAMLs) and the model and the sampling
 settings are ones it covers (:func:`unsupported_reason`); anything else (LoRA, quantisation, top-p/top-k,
