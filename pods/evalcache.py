@@ -13,12 +13,12 @@ The key (:func:`step0_key`) is a SHA-256 over
 - the policy as loaded: every tensor of its ``state_dict`` (names, dtypes, shapes, bytes), its model config
   and generation config;
 - the tokenizer: its class, vocabulary and special tokens, and the token ids of every evaluation prompt;
-- the evaluation sets' content (every example, in order), their sampling seeds, the config sections that
-  the evaluation reads
-  (``eval``, ``task``, and the rollout keys of the generator: ``top_k``, ``fast_decode``, ``backend``);
-- what computes it: the source of the ``pods`` package (but ``pods/analysis`` and ``pods/bench``), the torch and transformers versions, torch's
-  thread count and CPU kernels (:mod:`pods.kernels`), the CPU model, and the evaluation batch size
-  (``PODS_EVAL_BATCH_ROWS``).
+- the evaluation sets' content (every example, in order), their sampling seeds, and the config sections
+  that the evaluation reads (``eval``, ``task``, and the generator's rollout keys ``top_k``, ``fast_decode``
+  and ``backend``);
+- what computes it: the source of the ``pods`` package (all but ``pods/analysis`` and ``pods/bench``), the
+  torch and transformers versions, torch's thread count and CPU kernels (:mod:`pods.kernels`), the CPU
+  model, and the evaluation batch size (``PODS_EVAL_BATCH_ROWS``).
 
 Anything else gives another key, and the evaluation runs (and is stored for the next run). Only plain
 single-process CPU runs with the ``hf`` backend use the cache; ``PODS_EVAL_CACHE=off`` turns it off. A run

@@ -194,7 +194,7 @@ class RunController(TrainerCallback):
                 seeds = [self._eval_seed(step, d_idx) for d_idx in range(len(self.eval_sets))]
                 cache_key = evalcache.step0_key(self.cfg, policy, tr.processing_class, self.eval_sets, seeds)
                 stored = evalcache.load(cache_key, [name for name, _ in self.eval_sets])
-                if stored is not None:
+                if stored:
                     dt = (time.perf_counter() - t0) / len(stored)  # this run's seconds: the look-up
                     results = [(name, res, dt) for name, res in stored]
         if not results:
