@@ -31,6 +31,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported; see the module docstring
+# Every test run evaluates its step 0 itself (tests/test_evalcache.py turns pods.evalcache's reuse on), and
+# no test writes evaluations into the user's model cache.
+os.environ.setdefault("PODS_EVAL_CACHE", "off")
 from pods.kernels import pin_cpu_kernels  # noqa: E402
 
 pin_cpu_kernels()  # the workflow's CPU kernels (pods.kernels), before any tensor is made

@@ -35,7 +35,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "Inputs": ("pods/data.py", "pods/models.py", "pods/tiny.py"),
     "Machine": ("pods/kernels.py",),
     "RunDir": ("pods/runlog.py",),
-    "Trainer": ("pods/trainer/", "pods/run.py", "pods/evaluation.py", "pods/fastgen.py"),
+    "Trainer": ("pods/trainer/", "pods/run.py", "pods/evaluation.py", "pods/fastgen.py", "pods/evalcache.py"),
     "Analysis": ("pods/analysis/",),
     "Face": ("pods/cli.py", "pods/__main__.py", "pods/quickstart.py"),
     "Figures": ("figures/",),

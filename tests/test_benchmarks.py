@@ -264,7 +264,15 @@ def test_help(mod, capsys):
 
 @pytest.mark.parametrize(
     "name",
-    ["bench_memory", "bench_asymmetry", "bench_select", "cost_model", "profile_tiny_step", "bench_trl_generation"],
+    [
+        "bench_memory",
+        "bench_asymmetry",
+        "bench_select",
+        "cost_model",
+        "profile_tiny_step",
+        "bench_trl_generation",
+        "bench_job_levers",
+    ],
 )
 def test_benchmarks_folder_holds_thin_entry_points(name):
     """benchmarks/*.py only forward to the package, so that an installed wheel has every benchmark's code."""
@@ -320,6 +328,49 @@ def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(t
     assert (fast["fast_decode"], slow["fast_decode"]) == (True, False)
     assert fast["mean_step"]["completion_len"] == slow["mean_step"]["completion_len"]
     assert "transformers' generate / pods.fastgen" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- bench_job_levers
+
+
+def test_job_levers_times_both_codes_and_checks_their_bits(tiny_policy_dir, tmp_path, capsys):
+    """Old and new code (here the same checkout, and the new one also without the step-0 reuse) train the
+    same short run side by side; the CSV has every run's CPU seconds by phase and the ratios, and a pair
+    that logged different values is told apart."""
+    import csv
+    import json
+
+    from pods.bench import bench_job_levers
+
+    out, keep = tmp_path / "levers.csv", tmp_path / "runs"
+    sets = [
+        "--set",
+        f"policy.model={tiny_policy_dir}",
+        "--set",
+        "eval.max_examples=3",
+        "--set",
+        "rollout.max_completion_length=16",
+    ]
+    args = ["--old", str(REPO), "--steps", "1", "--repeats", "1", "--arms", "baseline", "--per-lever", *sets]
+    assert bench_job_levers.main([*args, "--keep", str(keep), "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    runs = [r for r in rows if r["kind"] == "run"]
+    assert [r["code"] for r in runs] == ["old", "new", "noreuse"]
+    assert all(r["identical"] == "True" and float(r["total_cpu_s"]) > float(r["train_cpu_s"]) > 0 for r in runs)
+    assert {r["code"] for r in rows if r["kind"] == "ratio"} == {"old/new", "old/noreuse", "noreuse/new"}
+    assert len({r["host_cpu"] for r in rows}) == 1
+    assert rows[0]["host_cpu"]
+    assert "every pair the same bits" in capsys.readouterr().out
+    old, new = keep / "baseline_r0" / "old", keep / "baseline_r0" / "new"
+    assert bench_job_levers.same_bits(old, new)
+    lines = (new / "metrics.jsonl").read_text().splitlines()
+    rec = json.loads(lines[-1])
+    rec["time_s"] = -1.0  # seconds: machine-bound, not compared
+    (new / "metrics.jsonl").write_text("\n".join([*lines[:-1], json.dumps(rec)]) + "\n")
+    assert bench_job_levers.same_bits(old, new)
+    rec["reward_mean"] = rec["reward_mean"] + 1e-12
+    (new / "metrics.jsonl").write_text("\n".join([*lines[:-1], json.dumps(rec)]) + "\n")
+    assert not bench_job_levers.same_bits(old, new)
 
 
 # ----------------------------------------------------------------------------- committed GPU results

@@ -174,6 +174,78 @@ def test_the_lean_layers_give_the_modules_logits_bit_for_bit(monkeypatch, arch, 
         assert torch.equal(a, b), f"decoding step {step}: logits differ by {(a - b).abs().max().item():.3g}"
 
 
+def _long_model(arch: str):
+    """The test model with EOS made rare, so that rows run past several chunks of the key/value cache."""
+    model = _model(arch, seed=4).eval()
+    with torch.no_grad():
+        model.lm_head.weight[EOS] = model.lm_head.weight[EOS] - 2.0 * model.lm_head.weight[3]
+    return model
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_growing_caches_give_the_tokens_of_generate(monkeypatch, arch):
+    """Completions that outgrow the first chunk of the key/value caches (which then grow, and are compacted as
+    rows finish) are the tokens of transformers' generate under the same seed."""
+    model = _long_model(arch)
+    ids, mask = _prompts(10, seed=6)
+    cfg = _gen_cfg(max_new=100)
+    grown = []
+    real = fastgen._grown
+    monkeypatch.setattr(fastgen, "_grown", lambda *a: grown.append(a[2]) or real(*a))
+    torch.manual_seed(5)
+    ref = model.generate(input_ids=ids, attention_mask=mask, generation_config=cfg)
+    torch.manual_seed(5)
+    got = fastgen.sample(model, ids, mask, cfg)
+    assert torch.equal(got, ref)
+    assert grown, "no completion outgrew the first chunk of the caches"
+    assert max(len(c) for c in _completions(ref, ids.shape[1])) > fastgen._CHUNK + 8
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_chunked_caches_give_the_full_length_caches_logits_bit_for_bit(monkeypatch, arch, grouped):
+    """Caches grown 4 positions at a time (many growths) and caches of the full length from the start give the
+    same logits at every decoding step, to the bit."""
+    model = _long_model(arch)
+    ids, mask = _prompts(8, seed=7)
+    cfg = _gen_cfg(max_new=60, temperature=1.0)
+    seeds = [21, 22, 23, 24] if grouped else None
+    with monkeypatch.context() as mp:
+        mp.setattr(fastgen, "_CHUNK", 4)
+        small_out, small_logits = _softmax_inputs(monkeypatch, model, ids, mask, cfg, True, seeds)
+    with monkeypatch.context() as mp:
+        mp.setattr(fastgen, "_CHUNK", 10_000)  # one allocation of the full length, as before the caches grew
+        full_out, full_logits = _softmax_inputs(monkeypatch, model, ids, mask, cfg, True, seeds)
+    assert len(small_logits) == len(full_logits) > 30
+    assert torch.equal(small_out, full_out)
+    for step, (a, b) in enumerate(zip(small_logits, full_logits, strict=True)):
+        assert torch.equal(a, b), f"decoding step {step}: logits differ by {(a - b).abs().max().item():.3g}"
+
+
+def test_cache_lengths_keep_the_full_lengths_alignment():
+    for total in (17, 40, 96, 131):
+        for needed in range(1, total + 1):
+            cap = fastgen._capacity(needed, total)
+            assert needed <= cap <= total
+            assert cap - needed < fastgen._CHUNK_ALIGN
+            assert (total - cap) % fastgen._CHUNK_ALIGN == 0
+
+
+def test_sampling_leaves_autograd_usable(tiny_policy_dir):
+    """The sampler runs under torch.inference_mode: its tokens, and the model it ran, still train."""
+    from pods.models import load_policy
+
+    model, tok = load_policy(str(tiny_policy_dir))
+    model.train()
+    ids, mask = _prompts(4, seed=8)
+    ids = ids.clamp(max=model.config.vocab_size - 1)
+    out = fastgen.sample(model, ids, mask, _gen_cfg(max_new=8, eos_token_id=[tok.eos_token_id]), group_seeds=[1, 2])
+    assert not out.is_inference()
+    loss = model(input_ids=out, labels=out).loss  # the embedding's backward keeps the ids
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [

@@ -43,6 +43,7 @@ import yaml
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("PODS_NO_PROGRESS", "1")
+os.environ.setdefault("PODS_EVAL_CACHE", "off")  # time every evaluation, step 0's too (pods.evalcache)
 REPO = Path(__file__).resolve().parents[2]  # the checkout (config/config.yaml holds the tiny scale's overrides)
 
 IMPORTS = "import pods.cli, pods.run, pods.trainer, pods.rewards, pods.data, pods.models, trl, transformers"

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
+from pods import evalcache
 from pods.config import TrainConfig
 from pods.config.fingerprint import config_fingerprint
 from pods.evaluation import evaluate_policy, mix_seed
@@ -124,26 +125,39 @@ class RunController(TrainerCallback):
         tr, ecfg = self.trainer, self.cfg.eval
         t0, c0 = time.perf_counter(), time.process_time()
         results = []
-        with tr.eval_generator() as gen:
-            for d_idx, (name, examples) in enumerate(self.eval_sets):
-                if d_idx and grid_index is not None and grid_index % ecfg.others_every and not self.stop_reason:
-                    continue  # eval.others_every: a set other than the primary one, off its coarser grid
-                t1 = time.perf_counter()
-                res = evaluate_policy(
-                    gen,
-                    examples,
-                    name,
-                    ecfg.repeats,
-                    ecfg.temperature,
-                    ecfg.max_completion_length,
-                    seed=self._eval_seed(step, d_idx),
-                    variant=self.cfg.task.reward,
-                    metric=self.cfg.eval.metric,
-                    process_index=tr.accelerator.process_index,
-                    num_processes=tr.accelerator.num_processes,
-                    gather=gather_object,
-                )
-                results.append((name, res, time.perf_counter() - t1))
+        cache_key = None
+        if step == 0 and grid_index == 0 and not final and self.evals_done == 0:  # the base model (pods.evalcache)
+            if evalcache.enabled(self.cfg, self.use_cuda, tr.accelerator.num_processes):
+                policy = tr.accelerator.unwrap_model(tr.model)
+                seeds = [self._eval_seed(step, d_idx) for d_idx in range(len(self.eval_sets))]
+                cache_key = evalcache.step0_key(self.cfg, policy, tr.processing_class, self.eval_sets, seeds)
+                stored = evalcache.load(cache_key, [name for name, _ in self.eval_sets])
+                if stored:
+                    dt = (time.perf_counter() - t0) / len(stored)  # this run's seconds: the look-up
+                    results = [(name, res, dt) for name, res in stored]
+        if not results:
+            with tr.eval_generator() as gen:
+                for d_idx, (name, examples) in enumerate(self.eval_sets):
+                    if d_idx and grid_index is not None and grid_index % ecfg.others_every and not self.stop_reason:
+                        continue  # eval.others_every: a set other than the primary one, off its coarser grid
+                    t1 = time.perf_counter()
+                    res = evaluate_policy(
+                        gen,
+                        examples,
+                        name,
+                        ecfg.repeats,
+                        ecfg.temperature,
+                        ecfg.max_completion_length,
+                        seed=self._eval_seed(step, d_idx),
+                        variant=self.cfg.task.reward,
+                        metric=self.cfg.eval.metric,
+                        process_index=tr.accelerator.process_index,
+                        num_processes=tr.accelerator.num_processes,
+                        gather=gather_object,
+                    )
+                    results.append((name, res, time.perf_counter() - t1))
+            if cache_key is not None:
+                evalcache.store(cache_key, results, time.process_time() - c0)
         for name, res, dt in results:
             row = {"step": step, "time_s": self.train_time_s, "cpu_time_s": self.train_cpu_s, "dataset": name, **res}
             self.log.log_eval({**row, "eval_time_s": dt, "grid_index": grid_index, "final": final})
