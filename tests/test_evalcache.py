@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import pods.run
+import pods.trainer.controller as controller
 from pods import evalcache
 from pods.run import train
 from pods.runlog import read_jsonl
@@ -29,9 +29,9 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PODS_CACHE", str(root))
     monkeypatch.delenv(evalcache.ENV, raising=False)
     calls = []
-    real = pods.run.evaluate_policy
+    real = controller.evaluate_policy
     monkeypatch.setattr(
-        pods.run, "evaluate_policy", lambda gen, ex, name, *a, **k: calls.append(name) or real(gen, ex, name, *a, **k)
+        controller, "evaluate_policy", lambda gen, ex, name, *a, **k: calls.append(name) or real(gen, ex, name, *a, **k)
     )
     return root, calls
 
