@@ -6,7 +6,8 @@ Run:  python scripts/compare_runs.py RUNS_A RUNS_B          e.g. results/runs /e
 
 Every run directory (one holding ``metrics.jsonl``) found under both roots, by its path relative to the root,
 is compared record by record: ``eval.jsonl`` (every evaluation) and ``metrics.jsonl`` (every step), each value
-except the machine-bound ones (keys ending in ``time_s``, ``cpu_s``, ``peak_mem_mb``). A run is ``identical`` when both
+except the machine-bound ones (keys ending in ``time_s``, ``cpu_s``, ``peak_mem_mb``) and the keys one side does
+not log at all (a metric added by a later version). A run is ``identical`` when both
 files have the same records with equal values; otherwise the first difference is printed (file, record,
 key, both values). A run without ``summary.json`` on either side (still training, or stopped) is listed
 as unfinished and not compared; runs under one root only are listed apart. Exit status 0 when every shared run is
@@ -102,6 +103,9 @@ def first_difference(run_a: Path, run_b: Path, shared_steps: bool = False) -> tu
     for name, (ra, rb) in logs.items():
         for i, (a, b) in enumerate(zip(ra, rb, strict=False)):  # lengths compared below
             a, b = _strip(a, ignored), _strip(b, ignored)
+            # a key logged by one version only (a metric added since) says nothing about what was computed
+            shared = set(a) & set(b)
+            a, b = {k: v for k, v in a.items() if k in shared}, {k: v for k, v in b.items() if k in shared}
             if a != b:
                 keys = sorted(set(a) | set(b))
                 key = next(k for k in keys if a.get(k) != b.get(k))

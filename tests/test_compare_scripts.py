@@ -124,3 +124,24 @@ def test_compare_tables_refuses_a_folder_that_is_not_one(compare_tables, tmp_pat
     assert compare_tables.main([str(tmp_path / "a"), str(tmp_path / "nope")]) == 2
     err = _one_line(capsys)
     assert str(tmp_path / "nope") in err
+
+
+def test_a_metric_logged_by_one_version_only_is_not_a_difference(tmp_path):
+    """Runs of two versions, the later logging a new metric: the values both log decide (a changed one still
+    counts)."""
+    import json
+    import subprocess
+    import sys
+
+    for side, extra in (("a", {}), ("b", {"gen_tokens": 12.0})):
+        run = tmp_path / side / "x" / "seed~0"
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "loss": 0.5, "time_s": 1.0, **extra}) + "\n")
+        (run / "eval.jsonl").write_text(json.dumps({"step": 1, "dataset": "arith", "accuracy": 0.5}) + "\n")
+        (run / "summary.json").write_text("{}")
+    script = [sys.executable, "scripts/compare_runs.py", str(tmp_path / "a"), str(tmp_path / "b")]
+    done = subprocess.run(script, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stdout
+    run = tmp_path / "b" / "x" / "seed~0"
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "loss": 0.6, "time_s": 1.0, "gen_tokens": 12.0}) + "\n")
+    assert subprocess.run(script, capture_output=True, text=True, cwd=REPO).returncode == 1
