@@ -140,8 +140,8 @@ def test_a_metric_logged_by_one_version_only_is_not_a_difference(tmp_path):
         (run / "eval.jsonl").write_text(json.dumps({"step": 1, "dataset": "arith", "accuracy": 0.5}) + "\n")
         (run / "summary.json").write_text("{}")
     script = [sys.executable, "scripts/compare_runs.py", str(tmp_path / "a"), str(tmp_path / "b")]
-    done = subprocess.run(script, capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(script, capture_output=True, text=True, cwd=SCRIPTS.parent)
     assert done.returncode == 0, done.stdout
     run = tmp_path / "b" / "x" / "seed~0"
     (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "loss": 0.6, "time_s": 1.0, "gen_tokens": 12.0}) + "\n")
-    assert subprocess.run(script, capture_output=True, text=True, cwd=REPO).returncode == 1
+    assert subprocess.run(script, capture_output=True, text=True, cwd=SCRIPTS.parent).returncode == 1
