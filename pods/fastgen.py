@@ -39,6 +39,7 @@ repetition penalties, other architectures) goes to ``generate`` unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -175,22 +176,12 @@ def _decode(
     n_heads = cfg.num_attention_heads
     n_kv = cfg.num_key_value_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads
-    group = n_heads // n_kv
     dtype = inner.embed_tokens.weight.dtype
-    scaling = head_dim**-0.5
     temperature = float(gen_cfg.temperature) if gen_cfg.temperature is not None else 1.0
     eos = _eos_ids(gen_cfg)
     pad = gen_cfg.pad_token_id if gen_cfg.pad_token_id is not None else (eos[0] if eos else 0)
     eos_t = torch.tensor(eos, device=device, dtype=torch.long) if eos else None
-    gens: list[torch.Generator] = []
-    if group_seeds is not None:
-        if not group_seeds or rows % len(group_seeds):
-            raise ValueError(f"{rows} rows do not split into {len(group_seeds)} equal seeded groups")
-        for seed in group_seeds:
-            gen = torch.Generator(device=device)
-            gen.manual_seed(int(seed))
-            gens.append(gen)
-        group_rows = rows // len(group_seeds)
+    gens, group_rows = _seeded_generators(group_seeds, rows, device)
 
     # The key/value caches start at the prompt plus one chunk of positions and grow by a chunk when decoding
     # reaches their end (most completions stop long before max_new_tokens); every slot up to the current
@@ -200,6 +191,54 @@ def _decode(
     cap = _capacity(prompt_len + _CHUNK, total)
     k_cache = [torch.empty(rows, n_kv, cap, head_dim, device=device, dtype=dtype) for _ in layers]
     v_cache = [torch.empty(rows, n_kv, cap, head_dim, device=device, dtype=dtype) for _ in layers]
+    key_ok, pos, next_pos = _keys_and_positions(attention_mask, total)
+    rope_table = _rope_table(model, inner, int(next_pos.max()) + max_new, device, dtype)
+    forward = _forward_fn(model, n_heads, n_kv, head_dim, dtype, rope_table, k_cache, v_cache)
+
+    logits = forward(input_ids, pos, 0, _prefill_blocked(key_ok, prompt_len))  # prefill
+
+    out = torch.empty((rows, max_new), dtype=torch.long, device=device)  # column t is written at step t
+    unfinished = torch.ones(rows, dtype=torch.bool, device=device)
+    # Finished rows leave the batch (their caches are compacted away) but keep a placeholder distribution in
+    # the full-size draw: torch.multinomial with one sample draws exponential noise over the whole
+    # (rows, vocab) tensor whatever the values, so the active rows get the tokens generate() would give them.
+    active = torch.arange(rows, device=device)
+    # The active rows' positions and blocked keys, indexed again only when the batch is compacted.
+    act_pos, act_blocked = next_pos, ~key_ok[:, None, None, None, :]
+    compacted = False
+    vocab = logits.shape[-1]
+    placeholder = torch.zeros(rows, vocab, device=device)
+    placeholder[:, 0] = 1.0
+    steps = 0
+    for t in range(max_new):
+        tok = _sample(logits, temperature, placeholder, active, gens, group_rows)
+        tok = torch.where(unfinished, tok, torch.full_like(tok, pad))
+        out[:, t] = tok
+        steps = t + 1
+        if eos_t is not None:
+            unfinished &= ~torch.isin(tok, eos_t)
+        if steps == max_new or not bool(unfinished.any()):
+            break
+        keep = unfinished[active]
+        if int(keep.sum()) <= (3 * active.numel()) // 4:  # compact: drop the finished rows from the batch
+            _compact(k_cache, v_cache, keep)
+            active = active[keep]
+            act_pos, act_blocked = act_pos[keep], act_blocked[keep]
+            compacted = True
+        cur = prompt_len + t
+        if cur >= cap:  # the next position is past the caches' end: grow them by a chunk
+            cap = _capacity(cur + _CHUNK, total)
+            for i in range(len(layers)):
+                k_cache[i], v_cache[i] = _grown(k_cache[i], cur, cap), _grown(v_cache[i], cur, cap)
+        ids = tok[active] if compacted else tok
+        logits = forward(ids[:, None], act_pos + t, cur, act_blocked[..., : cur + 1])
+    return torch.cat([input_ids, out[:, :steps]], dim=1)
+
+
+def _keys_and_positions(attention_mask: torch.Tensor, total: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(key_ok, pos, next_pos)`` of a left-padded batch (``attention_mask`` bool, ``(rows, prompt_len)``)."""
+    rows, prompt_len = attention_mask.shape
+    device = attention_mask.device
     # Keys a query may attend to: real tokens (prompt, then every generated position), plus itself, so that a
     # padding query row is never fully masked (a NaN there would reach the cache through the next layer).
     key_ok = torch.empty(rows, total, device=device, dtype=torch.bool)
@@ -209,12 +248,74 @@ def _decode(
     pos = attention_mask.long().cumsum(-1) - 1
     pos = pos.masked_fill(~attention_mask, 1)
     next_pos = pos[:, -1:] + 1  # (rows, 1)
-    apply_rope = _rope_fn(model)
-    rope_table = _rope_table(model, inner, int(next_pos.max()) + max_new, device, dtype)
-    rms = _lean_rms(inner.norm)
-    mlp = _lean_mlp(layers[0].mlp)
-    # Each layer's tensors looked up once, not at every token (module attribute access is slow in Python).
-    per_layer = [
+    return key_ok, pos, next_pos
+
+
+def _prefill_blocked(key_ok: torch.Tensor, prompt_len: int) -> torch.Tensor:
+    """The prefill's blocked keys, ``(rows, 1, 1, prompt_len, prompt_len)``."""
+    device = key_ok.device
+    # Prefill: causal over the prompt, padding keys blocked, the diagonal always allowed.
+    idx = torch.arange(prompt_len, device=device)
+    allowed = (idx[None, :] <= idx[:, None])[None] & key_ok[:, None, :prompt_len]
+    allowed |= torch.eye(prompt_len, dtype=torch.bool, device=device)[None]
+    return ~allowed[:, None, None]
+
+
+def _seeded_generators(
+    group_seeds: list[int] | None, rows: int, device: torch.device
+) -> tuple[list[torch.Generator], int]:
+    """One generator per seeded group of rows (none without ``group_seeds``), and the rows per group."""
+    gens: list[torch.Generator] = []
+    group_rows = 0
+    if group_seeds is not None:
+        if not group_seeds or rows % len(group_seeds):
+            raise ValueError(f"{rows} rows do not split into {len(group_seeds)} equal seeded groups")
+        for seed in group_seeds:
+            gen = torch.Generator(device=device)
+            gen.manual_seed(int(seed))
+            gens.append(gen)
+        group_rows = rows // len(group_seeds)
+    return gens, group_rows
+
+
+def _sample(
+    logits: torch.Tensor,
+    temperature: float,
+    placeholder: torch.Tensor,
+    active: torch.Tensor,
+    gens: list[torch.Generator],
+    group_rows: int,
+) -> torch.Tensor:
+    """One decoding step's draw, a token per row of the full batch (a finished row's is its placeholder's).
+
+    With seeded groups, each group's rows draw their exponential noise from the group's generator (the
+    operations of ``generate``'s sampling under ``torch.manual_seed``); otherwise ``torch.multinomial``.
+    """
+    rows, vocab = placeholder.shape
+    scores = logits / temperature if temperature != 1.0 else logits
+    probs = F.softmax(scores, dim=-1)
+    if probs.shape[0] != rows:
+        full = placeholder.clone()
+        full[active] = probs
+        probs = full
+    if gens:
+        device = placeholder.device
+        noise = torch.cat([torch.empty(group_rows, vocab, device=device).exponential_(1, generator=g) for g in gens])
+        return (probs / noise).argmax(dim=-1)
+    return torch.multinomial(probs, num_samples=1).squeeze(1)
+
+
+def _compact(k_cache: list[torch.Tensor], v_cache: list[torch.Tensor], keep: torch.Tensor) -> None:
+    """Drop the finished rows from every layer's key/value cache (in the lists, in place)."""
+    for i in range(len(k_cache)):
+        k_cache[i] = k_cache[i][keep]
+        v_cache[i] = v_cache[i][keep]
+
+
+def _layer_tensors(layers: Any) -> list[tuple]:
+    """Each layer's norms, MLP and (weight, bias) of its four projections, looked up once, not at every token
+    (module attribute access is slow in Python)."""
+    return [
         (
             layer.input_layernorm,
             layer.post_attention_layernorm,
@@ -231,6 +332,28 @@ def _decode(
         )
         for layer in layers
     ]
+
+
+def _forward_fn(
+    model: Any,
+    n_heads: int,
+    n_kv: int,
+    head_dim: int,
+    dtype: torch.dtype,
+    rope_table: tuple[torch.Tensor, torch.Tensor] | None,
+    k_cache: list[torch.Tensor],
+    v_cache: list[torch.Tensor],
+) -> Callable[[torch.Tensor, torch.Tensor, int, torch.Tensor], torch.Tensor]:
+    """The decoder's forward over new positions, writing their keys and values into the caches (the lists,
+    whose tensors the decoding loop replaces when it compacts or grows them) and returning the last
+    position's float32 logits."""
+    inner = model.model
+    group = n_heads // n_kv
+    scaling = head_dim**-0.5
+    apply_rope = _rope_fn(model)
+    rms = _lean_rms(inner.norm)
+    mlp = _lean_mlp(inner.layers[0].mlp)
+    per_layer = _layer_tensors(inner.layers)
 
     def forward(ids: torch.Tensor, positions: torch.Tensor, start: int, blocked: torch.Tensor) -> torch.Tensor:
         # The model's own operations in the model's own order (so the logits are the same bits as before this
@@ -270,62 +393,7 @@ def _decode(
         logits = F.linear(h, model.lm_head.weight, model.lm_head.bias)[:, -1, :]
         return logits if logits.dtype == torch.float32 else logits.float()
 
-    # Prefill: causal over the prompt, padding keys blocked, the diagonal always allowed.
-    idx = torch.arange(prompt_len, device=device)
-    allowed = (idx[None, :] <= idx[:, None])[None] & key_ok[:, None, :prompt_len]
-    allowed |= torch.eye(prompt_len, dtype=torch.bool, device=device)[None]
-    logits = forward(input_ids, pos, 0, ~allowed[:, None, None])
-
-    out = torch.empty((rows, max_new), dtype=torch.long, device=device)  # column t is written at step t
-    unfinished = torch.ones(rows, dtype=torch.bool, device=device)
-    # Finished rows leave the batch (their caches are compacted away) but keep a placeholder distribution in
-    # the full-size draw: torch.multinomial with one sample draws exponential noise over the whole
-    # (rows, vocab) tensor whatever the values, so the active rows get the tokens generate() would give them.
-    active = torch.arange(rows, device=device)
-    # The active rows' positions and blocked keys, indexed again only when the batch is compacted.
-    act_pos, act_blocked = next_pos, ~key_ok[:, None, None, None, :]
-    compacted = False
-    vocab = logits.shape[-1]
-    placeholder = torch.zeros(rows, vocab, device=device)
-    placeholder[:, 0] = 1.0
-    steps = 0
-    for t in range(max_new):
-        scores = logits / temperature if temperature != 1.0 else logits
-        probs = F.softmax(scores, dim=-1)
-        if probs.shape[0] != rows:
-            full = placeholder.clone()
-            full[active] = probs
-            probs = full
-        if gens:
-            noise = torch.cat(
-                [torch.empty(group_rows, vocab, device=device).exponential_(1, generator=g) for g in gens]
-            )
-            tok = (probs / noise).argmax(dim=-1)
-        else:
-            tok = torch.multinomial(probs, num_samples=1).squeeze(1)
-        tok = torch.where(unfinished, tok, torch.full_like(tok, pad))
-        out[:, t] = tok
-        steps = t + 1
-        if eos_t is not None:
-            unfinished &= ~torch.isin(tok, eos_t)
-        if steps == max_new or not bool(unfinished.any()):
-            break
-        keep = unfinished[active]
-        if int(keep.sum()) <= (3 * active.numel()) // 4:  # compact: drop the finished rows from the batch
-            for i in range(len(layers)):
-                k_cache[i] = k_cache[i][keep]
-                v_cache[i] = v_cache[i][keep]
-            active = active[keep]
-            act_pos, act_blocked = act_pos[keep], act_blocked[keep]
-            compacted = True
-        cur = prompt_len + t
-        if cur >= cap:  # the next position is past the caches' end: grow them by a chunk
-            cap = _capacity(cur + _CHUNK, total)
-            for i in range(len(layers)):
-                k_cache[i], v_cache[i] = _grown(k_cache[i], cur, cap), _grown(v_cache[i], cur, cap)
-        ids = tok[active] if compacted else tok
-        logits = forward(ids[:, None], act_pos + t, cur, act_blocked[..., : cur + 1])
-    return torch.cat([input_ids, out[:, :steps]], dim=1)
+    return forward
 
 
 # Positions added to the key/value caches at a time, and the residue their length keeps modulo _CHUNK_ALIGN:

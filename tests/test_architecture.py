@@ -30,7 +30,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     # pods/__init__.py only names the package and its version: every part may import it.
     "Vocabulary": ("pods/__init__.py", "pods/registry.py", "pods/textutil.py"),
     "Math": ("pods/selectors.py", "pods/grpo.py"),
-    "Rewards": ("pods/rewards.py", "pods/verifier.py"),
+    "Rewards": ("pods/rewards.py", "pods/reward_conditions.py", "pods/verifier.py"),
     "Config": ("pods/config/", "pods/arena.py"),
     "Inputs": ("pods/data.py", "pods/models.py", "pods/tiny.py"),
     "Machine": ("pods/kernels.py",),

@@ -353,6 +353,18 @@ def render_page(
     arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict, record: str, full: dict
 ) -> str:
     """docs/arena.md from the tables of a record (deterministic: the same record gives the same bytes)."""
+    lines = _page_intro(runs, meta, record, full) + list(_PAGE_METHODS) + _condition_tables(arms, vs, tokens, meta)
+    lines += [
+        "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison), "
+        "`arena_tokens.csv` (per-step rollouts, tokens, refill rounds, skipped prompts, CPU seconds), written by "
+        "`pods analysis arena --out-dir DIR`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict) -> list[str]:
+    """The page's opening: what the arena is, the record (a pilot's caveat), how to run it and the full grid's cost."""
     pilot = meta["scale"] != "full"
     seeds, steps = len(meta["seeds"]), meta["steps"]
     conds = ", ".join(f"{c} ({' '.join(o) or 'no overrides'})" for c, o in meta["conditions"].items())
@@ -398,35 +410,46 @@ def render_page(
         f"(`cost_estimate`): {est['cpu_s']:,.0f} CPU seconds, about {est['hours_2_cores']:.1f} h on 2 cores "
         f"({est['hours_4_cores']:.1f} h on 4).",
         "",
-        "## Arms, conditions and filters",
-        "",
-        "- Arms: the rows of `config/runs_arena.tsv` (rule, n, m, extra overrides). Rules: `pods.selectors`.",
-        "- `rollout.filter=zero_std`: a prompt group whose n rewards are all equal leaves the update.",
-        "- `rollout.filter=refill` (DAPO-style dynamic sampling): while the step's groups include ones of zero reward",
-        "  variance, n rollouts are generated for as many further prompts (drawn uniformly from the training set,",
-        "  seeded), at most `rollout.refill_max_rounds` extra rounds; each uninformative group is replaced by the next",
-        "  informative new one, and one still uninformative at the cap is filtered as `zero_std`. The extra generation",
-        "  is counted (`gen_rollouts`, `gen_tokens`, `refill_rounds`).",
-        "- `rollout.skip_after=k` (GRESO-style pre-generation skip): a prompt whose last k groups all had zero reward",
-        "  variance is skipped before generation with probability `rollout.skip_prob` (seeded), and another prompt",
-        "  drawn in its place (`skipped_prompts`). The tiny training set has 11,439 prompts, so a run of a few",
-        "  hundred one-prompt steps rarely meets a prompt twice, and the skip seldom fires there.",
-        "- Conditions: `task.reward_noise=p` flips each rollout's correctness reward r to 1 - r with probability p",
-        "  (seeded per run, step, round and rollout; evaluation is clean); `task.reward=partial` gives digit-wise",
-        "  partial credit to a wrong integer answer (evaluation counts exact answers).",
-        "- Compute: `gen_tokens` (completion tokens generated, every round) + `trained_tokens` (completion tokens of",
-        "  the rows in the update), and CPU seconds of the steps (`step_cpu_s`), logged per step in metrics.jsonl.",
-        "",
-        "## Statistics and verdicts",
-        "",
-        "Per run: **AUC/B**, the mean accuracy over the budget (the area under the accuracy curve divided by the",
-        "budget; over steps, over tokens generated + trained, over CPU seconds; a compute budget is the smallest total",
-        "any run of the condition spent), the accuracy at the budget, and the step of the best evaluation",
-        "(time-to-peak). Each is averaged over seeds; a difference between two arms gets a 95% Welch t-interval over",
-        "seeds. Verdict: the interval above 0 **better**, containing 0 **not resolved**, below 0 **worse** (for",
-        "time-to-peak, better is earlier).",
-        "",
     ]
+    return lines
+
+
+# The page's fixed part: the arms, conditions and filters, and how the statistics and verdicts are made.
+_PAGE_METHODS = (
+    "## Arms, conditions and filters",
+    "",
+    "- Arms: the rows of `config/runs_arena.tsv` (rule, n, m, extra overrides). Rules: `pods.selectors`.",
+    "- `rollout.filter=zero_std`: a prompt group whose n rewards are all equal leaves the update.",
+    "- `rollout.filter=refill` (DAPO-style dynamic sampling): while the step's groups include ones of zero reward",
+    "  variance, n rollouts are generated for as many further prompts (drawn uniformly from the training set,",
+    "  seeded), at most `rollout.refill_max_rounds` extra rounds; each uninformative group is replaced by the next",
+    "  informative new one, and one still uninformative at the cap is filtered as `zero_std`. The extra generation",
+    "  is counted (`gen_rollouts`, `gen_tokens`, `refill_rounds`).",
+    "- `rollout.skip_after=k` (GRESO-style pre-generation skip): a prompt whose last k groups all had zero reward",
+    "  variance is skipped before generation with probability `rollout.skip_prob` (seeded), and another prompt",
+    "  drawn in its place (`skipped_prompts`). The tiny training set has 11,439 prompts, so a run of a few",
+    "  hundred one-prompt steps rarely meets a prompt twice, and the skip seldom fires there.",
+    "- Conditions: `task.reward_noise=p` flips each rollout's correctness reward r to 1 - r with probability p",
+    "  (seeded per run, step, round and rollout; evaluation is clean); `task.reward=partial` gives digit-wise",
+    "  partial credit to a wrong integer answer (evaluation counts exact answers).",
+    "- Compute: `gen_tokens` (completion tokens generated, every round) + `trained_tokens` (completion tokens of",
+    "  the rows in the update), and CPU seconds of the steps (`step_cpu_s`), logged per step in metrics.jsonl.",
+    "",
+    "## Statistics and verdicts",
+    "",
+    "Per run: **AUC/B**, the mean accuracy over the budget (the area under the accuracy curve divided by the",
+    "budget; over steps, over tokens generated + trained, over CPU seconds; a compute budget is the smallest total",
+    "any run of the condition spent), the accuracy at the budget, and the step of the best evaluation",
+    "(time-to-peak). Each is averaged over seeds; a difference between two arms gets a 95% Welch t-interval over",
+    "seeds. Verdict: the interval above 0 **better**, containing 0 **not resolved**, below 0 **worse** (for",
+    "time-to-peak, better is earlier).",
+    "",
+)
+
+
+def _condition_tables(arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, meta: dict) -> list[str]:
+    """One table per reward condition: each arm's statistics and its differences from GRPO and PODS."""
+    lines: list[str] = []
     vs_idx = {(r.condition, r.arm, r.reference, r.statistic): r for r in vs.itertuples()}
 
     def cell(cond, arm, ref, stat):
@@ -456,13 +479,7 @@ def render_page(
                 f"| {r.peak_step:.0f} | {tok} |"
             )
         lines.append("")
-    lines += [
-        "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison), "
-        "`arena_tokens.csv` (per-step rollouts, tokens, refill rounds, skipped prompts, CPU seconds), written by "
-        "`pods analysis arena --out-dir DIR`.",
-        "",
-    ]
-    return "\n".join(lines)
+    return lines
 
 
 # ----------------------------------------------------------------------------------------------

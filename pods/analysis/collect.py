@@ -104,6 +104,21 @@ def _read_metrics(run_dir: Path) -> pd.DataFrame:
     return pd.DataFrame([rec for _, rec in mrecs])
 
 
+def _summarise_steps(step_row: dict, mdf: pd.DataFrame, cpu_clock: bool) -> None:
+    """A run's step row from its metrics.jsonl (in place): its clock at the last step, the mean generation and
+    update seconds per step, the peak memory and the mean completion length."""
+    step_row.update(time_s=float(mdf["time_s"].iloc[-1]), steps=int(mdf["step"].iloc[-1]))
+    if cpu_clock and "cpu_time_s" in mdf and mdf["cpu_time_s"].notna().all():
+        step_row["cpu_time_s"] = float(mdf["cpu_time_s"].iloc[-1])
+    for col, key in (("gen_time_s", "gen_s_per_step"), ("update_time_s", "update_s_per_step")):
+        if col in mdf:
+            step_row[key] = float(mdf[col].mean())
+    if "peak_mem_mb" in mdf:
+        step_row["peak_mem_mb"] = float(mdf["peak_mem_mb"].max())
+    if "completion_len_mean" in mdf:
+        step_row["completion_len_mean"] = float(mdf["completion_len_mean"].mean())
+
+
 def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -> tuple[list, dict]:
     cfg = load_json(run_dir / "config.json", ": the trainer writes it first; rerun the run")
     if not isinstance(cfg, dict) or not isinstance(cfg.get("rollout"), dict):
@@ -160,16 +175,7 @@ def _one_run(run_dir: Path, letters: Mapping[str, str] | None, roles: Mapping) -
     mdf = _read_metrics(run_dir)
     if mdf.empty:
         return rows, step_row
-    step_row.update(time_s=float(mdf["time_s"].iloc[-1]), steps=int(mdf["step"].iloc[-1]))
-    if cpu_clock and "cpu_time_s" in mdf and mdf["cpu_time_s"].notna().all():
-        step_row["cpu_time_s"] = float(mdf["cpu_time_s"].iloc[-1])
-    for col, key in (("gen_time_s", "gen_s_per_step"), ("update_time_s", "update_s_per_step")):
-        if col in mdf:
-            step_row[key] = float(mdf[col].mean())
-    if "peak_mem_mb" in mdf:
-        step_row["peak_mem_mb"] = float(mdf["peak_mem_mb"].max())
-    if "completion_len_mean" in mdf:
-        step_row["completion_len_mean"] = float(mdf["completion_len_mean"].mean())
+    _summarise_steps(step_row, mdf, cpu_clock)
     # Training-time series over time: the mean over the steps of each grid interval ((k-1) grid, k grid],
     # written as dataset "train": the rollouts' lengths (Figs. 8-10) and the shares of steps whose rollouts
     # all got one reward (pods.analysis.gradsignal).

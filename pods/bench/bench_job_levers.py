@@ -112,6 +112,39 @@ def same_bits(a: Path, b: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.steps < 1 or args.repeats < 1:
+        ap.error("--steps and --repeats must be >= 1")
+
+    from pods.bench import PACKAGE_PARENT
+    from pods.kernels import cpuinfo_field
+
+    host = cpuinfo_field("model name") or "unknown"
+    tmp = Path(tempfile.mkdtemp(prefix="bench_job_levers."))
+    old, worktree = _checkout(args.old, tmp)
+    try:
+        new = Path(args.new).resolve() if args.new else PACKAGE_PARENT
+        codes = {"old": old, "new": new, **({"noreuse": new} if args.per_lever else {})}
+        cache = _private_cache(tmp)
+        runs_root = args.keep or tmp / "runs"
+        print(f"old: {old}\nnew: {new}\nhost CPU: {host}; {args.steps} steps of tiny (a), seed {args.seed}")
+        for name in ("old", "new"):  # warm-up: page cache, and the new code's step-0 evaluation stored
+            train(codes[name], "pods", args.seed, 1, runs_root / "warmup" / name, cache, extra=tuple(args.set))
+        rows, ok = _run_pairs(args, codes, runs_root, cache, host)
+        ratios = _medians_and_ratios(args, codes, rows, host)
+        if args.out:
+            _write_csv(args.out, rows + ratios)
+        print("every pair the same bits" if ok else "SOME PAIRS DIFFER: the new code changed a run")
+        return 0 if ok else 1
+    finally:
+        if worktree:
+            subprocess.run(["git", "-C", str(PACKAGE_PARENT), "worktree", "remove", "--force", str(old)],
+                           capture_output=True)  # fmt: skip
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         allow_abbrev=False, description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -136,82 +169,71 @@ def main(argv: list[str] | None = None) -> int:
         help="a config override for every run (e.g. policy.model=... eval.max_examples=...; the default: none, "
         "the job's own runs)",
     )
-    args = ap.parse_args(argv)
-    if args.steps < 1 or args.repeats < 1:
-        ap.error("--steps and --repeats must be >= 1")
+    return ap
 
-    from pods.bench import PACKAGE_PARENT
-    from pods.kernels import cpuinfo_field
 
-    host = cpuinfo_field("model name") or "unknown"
-    tmp = Path(tempfile.mkdtemp(prefix="bench_job_levers."))
-    old, worktree = _checkout(args.old, tmp)
-    try:
-        new = Path(args.new).resolve() if args.new else PACKAGE_PARENT
-        codes = {"old": old, "new": new, **({"noreuse": new} if args.per_lever else {})}
-        cache = _private_cache(tmp)
-        runs_root = args.keep or tmp / "runs"
-        print(f"old: {old}\nnew: {new}\nhost CPU: {host}; {args.steps} steps of tiny (a), seed {args.seed}")
-        for name in ("old", "new"):  # warm-up: page cache, and the new code's step-0 evaluation stored
-            train(codes[name], "pods", args.seed, 1, runs_root / "warmup" / name, cache, extra=tuple(args.set))
-        rows = []
-        ok = True
-        for rep in range(args.repeats):
-            for arm in args.arms:
-                names = list(codes)
-                order = names[rep % len(names) :] + names[: rep % len(names)]  # who goes first rotates
-                dirs = {}
-                for name in order:
-                    dirs[name] = runs_root / f"{arm}_r{rep}" / name
-                    reuse = name != "noreuse"
-                    s = train(codes[name], arm, args.seed, args.steps, dirs[name], cache, reuse, tuple(args.set))
-                    rows.append({"kind": "run", "code": name, "arm": arm, "repeat": rep, "steps": s["steps"],
-                                 **{k: s[k] for k in PHASES}, "host_cpu": host})  # fmt: skip
-                same = all(same_bits(dirs["old"], dirs[name]) for name in names[1:])
-                ok &= same
-                for r in rows[-len(names) :]:
-                    r["identical"] = same
-                for r in sorted(rows[-len(names) :], key=lambda r: names.index(r["code"])):
-                    print(f"{arm:8s} r{rep} {r['code']:3s} " + " ".join(f"{k} {r[k]:7.2f}" for k in PHASES)
-                          + f"  same bits: {'yes' if same else 'NO'}")  # fmt: skip
-        ratios = []
-        print("\nmedian CPU seconds per run, old / new (ratio > 1: the new code is cheaper)")
+def _run_pairs(
+    args: argparse.Namespace, codes: dict, runs_root: Path, cache: Path, host: str
+) -> tuple[list[dict], bool]:
+    """Each repeat and arm: one run per code (who goes first rotates), and whether their bits agree."""
+    rows = []
+    ok = True
+    for rep in range(args.repeats):
         for arm in args.arms:
-            med = {
-                name: {
-                    k: statistics.median(r[k] for r in rows if r["arm"] == arm and r["code"] == name) for k in PHASES
-                }
-                for name in codes
-            }
-            print(f"{arm}: " + "; ".join(f"{k} {med['old'][k]:.2f}/{med['new'][k]:.2f} = "
-                                         f"{med['old'][k] / med['new'][k]:.2f}x" for k in PHASES))  # fmt: skip
-            for name in codes:
-                ratios.append({"kind": "median", "code": name, "arm": arm, "steps": args.steps, **med[name]})
-            pairs = [("old", "new"), *([("old", "noreuse"), ("noreuse", "new")] if args.per_lever else [])]
-            for a, b in pairs:
-                ratios.append({"kind": "ratio", "code": f"{a}/{b}", "arm": arm, "steps": args.steps,
-                               **{k: med[a][k] / med[b][k] for k in PHASES}})  # fmt: skip
-            if args.per_lever:
-                print(f"{arm} without step-0 reuse: " + "; ".join(
-                    f"{k} old/noreuse {med['old'][k] / med['noreuse'][k]:.2f}x, noreuse/new "
-                    f"{med['noreuse'][k] / med['new'][k]:.2f}x" for k in PHASES))  # fmt: skip
-        for r in ratios:
-            r.update(repeat="", identical=all(x["identical"] for x in rows if x["arm"] == r["arm"]), host_cpu=host)
-        if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            with open(args.out, "w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=COLUMNS)
-                w.writeheader()
-                for r in rows + ratios:
-                    w.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
-            print(f"wrote {args.out}")
-        print("every pair the same bits" if ok else "SOME PAIRS DIFFER: the new code changed a run")
-        return 0 if ok else 1
-    finally:
-        if worktree:
-            subprocess.run(["git", "-C", str(PACKAGE_PARENT), "worktree", "remove", "--force", str(old)],
-                           capture_output=True)  # fmt: skip
-        shutil.rmtree(tmp, ignore_errors=True)
+            names = list(codes)
+            order = names[rep % len(names) :] + names[: rep % len(names)]  # who goes first rotates
+            dirs = {}
+            for name in order:
+                dirs[name] = runs_root / f"{arm}_r{rep}" / name
+                reuse = name != "noreuse"
+                s = train(codes[name], arm, args.seed, args.steps, dirs[name], cache, reuse, tuple(args.set))
+                rows.append({"kind": "run", "code": name, "arm": arm, "repeat": rep, "steps": s["steps"],
+                             **{k: s[k] for k in PHASES}, "host_cpu": host})  # fmt: skip
+            same = all(same_bits(dirs["old"], dirs[name]) for name in names[1:])
+            ok &= same
+            for r in rows[-len(names) :]:
+                r["identical"] = same
+            for r in sorted(rows[-len(names) :], key=lambda r: names.index(r["code"])):
+                print(f"{arm:8s} r{rep} {r['code']:3s} " + " ".join(f"{k} {r[k]:7.2f}" for k in PHASES)
+                      + f"  same bits: {'yes' if same else 'NO'}")  # fmt: skip
+    return rows, ok
+
+
+def _medians_and_ratios(args: argparse.Namespace, codes: dict, rows: list[dict], host: str) -> list[dict]:
+    """Per arm, each code's median CPU seconds per phase and the ratios between the codes (printed too)."""
+    ratios = []
+    print("\nmedian CPU seconds per run, old / new (ratio > 1: the new code is cheaper)")
+    for arm in args.arms:
+        med = {
+            name: {k: statistics.median(r[k] for r in rows if r["arm"] == arm and r["code"] == name) for k in PHASES}
+            for name in codes
+        }
+        print(f"{arm}: " + "; ".join(f"{k} {med['old'][k]:.2f}/{med['new'][k]:.2f} = "
+                                     f"{med['old'][k] / med['new'][k]:.2f}x" for k in PHASES))  # fmt: skip
+        for name in codes:
+            ratios.append({"kind": "median", "code": name, "arm": arm, "steps": args.steps, **med[name]})
+        pairs = [("old", "new"), *([("old", "noreuse"), ("noreuse", "new")] if args.per_lever else [])]
+        for a, b in pairs:
+            ratios.append({"kind": "ratio", "code": f"{a}/{b}", "arm": arm, "steps": args.steps,
+                           **{k: med[a][k] / med[b][k] for k in PHASES}})  # fmt: skip
+        if args.per_lever:
+            print(f"{arm} without step-0 reuse: " + "; ".join(
+                f"{k} old/noreuse {med['old'][k] / med['noreuse'][k]:.2f}x, noreuse/new "
+                f"{med['noreuse'][k] / med['new'][k]:.2f}x" for k in PHASES))  # fmt: skip
+    for r in ratios:
+        r.update(repeat="", identical=all(x["identical"] for x in rows if x["arm"] == r["arm"]), host_cpu=host)
+    return ratios
+
+
+def _write_csv(out: Path, rows: list[dict]) -> None:
+    """The runs and the ratios as CSV (``--out``)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()})
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

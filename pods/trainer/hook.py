@@ -6,28 +6,21 @@ differs from vanilla GRPO, and why, is that package's docstring.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import hashlib
-import json
 import os
 import re
 import time
 import warnings
 from collections import defaultdict, deque
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 from trl import GRPOTrainer
-from trl.models import unwrap_model_for_generation
-from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer import grpo_trainer as _trl_grpo
-from trl.trainer.utils import add_fused_lm_head, use_adapter
+from trl.trainer.utils import add_fused_lm_head
 
-from pods import fastgen
-from pods.evaluation import Generator, HFGenerator, VLLMGenerator, left_pad, mix_seed
+from pods.evaluation import mix_seed
 from pods.grpo import pods_advantages
 from pods.runlog import writing
 from pods.selectors import select, uses_lengths
@@ -35,7 +28,6 @@ from pods.trainer.batch import (
     EpochRepeatSampler,
     check_finite_rewards,
     checked_reward_func,
-    concat_rows,
     downsample_rows,
     local_kept_rows,
     sync_device,
@@ -49,24 +41,27 @@ from pods.trainer.compat import (
     _trl_version,
     check_trl_compat,
 )
+from pods.trainer.filters import SKIP_MAX_DRAWS as SKIP_MAX_DRAWS
+from pods.trainer.filters import GroupFilters, _prompt_key, check_filter_support
+from pods.trainer.forwards import KeptForwards
+from pods.trainer.generation import GenerationHelpers
 from pods.trainer.options import _check_group_filters, _check_pods_geometry, _pods_option
+from pods.trainer.round_logs import DEBUG_ENV, RoundLogs
 
 __all__ = ["PODSGRPOTrainer", "reinstall_lm_head"]
 
-DEBUG_ENV = "PODS_DEBUG_DUMP"  # directory: per-step selection dumps (selection_rank{r}.jsonl)
 ADV_EPS = 1e-4  # std epsilon of the authors' code and of TRL
 LIVE_KEY = "pods_live"  # per kept row of the batch: 1.0 unless pods_filter_zero_std dropped its group
 # TRL losses that average over the rows of a micro-batch (a masked row still counts in the mean): their loss
 # is rescaled to the mean over the live rows when pods_filter_zero_std masks some out (_compute_loss).
 ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
-SKIP_MAX_DRAWS = 8  # GRESO skip: prompts drawn for one slot at most (the last one drawn is generated)
 STEP_COUNTS = ("gen_rollouts", "gen_tokens", "trained_rollouts", "trained_tokens", "refill_rounds", "skipped_prompts")
 """Per optimizer step (:attr:`PODSGRPOTrainer.pods_step_counts`): rollouts and completion tokens generated
 (every round, refill included) and trained on (kept rows of the groups that enter the update), extra
 generation rounds of the refill filter, prompts skipped before generation."""
 
 
-class PODSGRPOTrainer(GRPOTrainer):
+class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GenerationHelpers, GRPOTrainer):
     """TRL's GRPOTrainer with PODS down-sampling between the rewards and the advantages.
 
     A drop-in for ``GRPOTrainer``: every ``GRPOConfig`` works as it does in TRL (``max_steps`` or
@@ -168,27 +163,14 @@ class PODSGRPOTrainer(GRPOTrainer):
         self.pods_strict_rewards = bool(pods_strict_rewards)
         self.pods_scheduler_steps = pods_scheduler_steps
         self.pods_base_model = pods_base_model
-        self._pods_rewards_per_func: torch.Tensor | None = None
-        self._pods_lengths: torch.Tensor | None = None  # completion tokens of this process's rows (rewards' call)
-        self.pods_filter_zero_std = False  # resolved below, once args is known
-        self.pods_timing: dict[str, float] = defaultdict(float)  # per optimizer step; reset by the controller
-        self.pods_step_counts: dict[str, float] = defaultdict(float)  # STEP_COUNTS per optimizer step; likewise
-        self._pods_round = 0  # generation round within a step (refill rounds > 0 sample under their own seeds)
-        self._pods_history: dict[str, deque] = {}  # prompt -> zero-variance flags of its last groups (GRESO skip)
-        self.pods_last_selection: dict[str, Any] = {}
-        self._pods_sampler: EpochRepeatSampler | None = None  # the training sampler (epoch bookkeeping)
-        self._pods_epoch_step: int | None = None  # the optimizer step whose state.epoch was rescaled
+        _init_run_state(self)
         super().__init__(*args, **kwargs)
         # A reward function's output is checked where it returns, naming it (TRL's torch.tensor(...) would not).
         self.reward_funcs = [
             f if isinstance(f, torch.nn.Module) or not callable(f) else checked_reward_func(f, name)
             for f, name in zip(self.reward_funcs, self.reward_func_names, strict=True)
         ]
-        for attr in TRL_ATTRS + tuple(a for a in TRL_INIT_ATTRS if self.use_vllm or a not in VLLM_ONLY_ATTRS):
-            if not hasattr(self, attr):
-                raise TRLCompatError(
-                    f"trl.GRPOTrainer no longer sets self.{attr} (trl {_trl_version()}); port pods/trainer/hook.py"
-                )
+        _check_trl_attrs(self)
         a = self.args
         ga = a.gradient_accumulation_steps
         if pods_grad_accum is not None:
@@ -210,16 +192,7 @@ class PODSGRPOTrainer(GRPOTrainer):
         _check_group_filters(
             "pods.PODSGRPOTrainer", self.pods_refill_max_rounds, self.pods_skip_after, self.pods_skip_prob
         )
-        if (self.pods_refill_max_rounds or self.pods_skip_after) and self.accelerator.num_processes > 1:
-            raise ValueError(
-                "pods_refill_max_rounds and pods_skip_after draw and generate further prompts on one process, but "
-                f"this run has {self.accelerator.num_processes}; launch one process, or set both to 0"
-            )
-        if (self.pods_refill_max_rounds or self.pods_skip_after) and not hasattr(self.train_dataset, "__getitem__"):
-            raise ValueError(
-                "pods_refill_max_rounds and pods_skip_after draw further prompts by index from train_dataset, which "
-                "has none (an iterable dataset); pass a map-style datasets.Dataset, or set both to 0"
-            )
+        check_filter_support(self)
         if self.pods_refill_max_rounds:
             self.pods_filter_zero_std = True  # a slot still uninformative after the last round leaves the update
         self.pods_seed = int(a.seed if pods_seed is None else pods_seed)
@@ -303,30 +276,6 @@ class PODSGRPOTrainer(GRPOTrainer):
                 )
             completion_ids.extend(ids)
         return completion_ids, None
-
-    def _fast_decode_model(self) -> Any:
-        """The unwrapped policy when :mod:`pods.fastgen` may sample for it (``pods_fast_decode``), else None."""
-        if not self.pods_fast_decode or self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            return None
-        model = self.accelerator.unwrap_model(self.model)
-        return model if fastgen.unsupported_reason(model, self.generation_config) is None else None
-
-    def _fast_generate(self, model: Any, prompt_ids: list[list[int]], seeds: list[int] | None) -> list[list[int]]:
-        """``_generate_single_turn`` in one batched :func:`pods.fastgen.sample` call.
-
-        With ``seeds``, each group's tokens are those of ``torch.manual_seed(seed); generate(group)``
-        (tests/test_fastgen.py); without, those of one ``generate`` call over all rows. Completions keep
-        their first EOS and lose what follows, as TRL's regular path returns them.
-        """
-        ids, mask, width = left_pad(prompt_ids, self._tokenizer.pad_token_id)
-        device = self.accelerator.device
-        out = fastgen.sample(model, ids.to(device), mask.to(device), self.generation_config, group_seeds=seeds)
-        eos = set(self.eos_token_ids)
-        completions = []
-        for row in out[:, width:].tolist():
-            cut = next((k for k, t in enumerate(row) if t in eos), None)
-            completions.append(row[: cut + 1] if cut is not None else row)
-        return completions
 
     # -- rewards: capture the raw gathered rewards (TRL's batch dict does not carry them) -----
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -474,109 +423,6 @@ class PODSGRPOTrainer(GRPOTrainer):
                 self._pods_history.setdefault(key, deque(maxlen=self.pods_skip_after)).append(bool(zero))
         return batch, rewards_G_N, lengths_B
 
-    def _pods_draw_prompt(self, gen: torch.Generator, calls: dict) -> dict:
-        """A training prompt drawn uniformly (``gen``); with the GRESO skip, one it does not skip (at most
-        SKIP_MAX_DRAWS draws, the last one kept)."""
-        dataset = self.train_dataset
-        row = dataset[int(torch.randint(len(dataset), (1,), generator=gen))]
-        for _ in range(SKIP_MAX_DRAWS - 1):
-            if not (self.pods_skip_after and self._pods_skips(row, gen)):
-                break
-            calls["skipped_prompts"] += 1
-            row = dataset[int(torch.randint(len(dataset), (1,), generator=gen))]
-        return row
-
-    def _pods_skips(self, row: dict, gen: torch.Generator) -> bool:
-        """GRESO: whether to skip ``row``'s prompt, whose last ``pods_skip_after`` groups all had zero variance
-        (a draw of ``gen`` below ``pods_skip_prob``); a prompt with a shorter history is never skipped."""
-        history = self._pods_history.get(_prompt_key(row))
-        if history is None or len(history) < self.pods_skip_after or not all(history):
-            return False
-        return float(torch.rand((), generator=gen, dtype=torch.float64)) < self.pods_skip_prob
-
-    def _pods_skip_prompts(self, inputs: list, calls: dict) -> list:
-        """GRESO's pre-generation skip over the round's prompts: a skipped prompt's rows are replaced by those of
-        a prompt drawn from the training set (seeded by the run seed and the step)."""
-        rows = self.num_generations * self.pods_grad_accum
-        gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, 0x6E5))
-        out = []
-        for j in range(len(inputs) // rows):
-            row = inputs[j * rows]
-            if self._pods_skips(row, gen):
-                calls["skipped_prompts"] += 1
-                row = self._pods_draw_prompt(gen, calls)
-                out.extend(dict(row) for _ in range(rows))
-            else:
-                out.extend(inputs[j * rows : (j + 1) * rows])
-        return out
-
-    def _pods_refill(
-        self, batch: dict, rewards_G_N: torch.Tensor, lengths_B: torch.Tensor, calls: dict
-    ) -> tuple[dict, torch.Tensor, torch.Tensor, list[int], int]:
-        """DAPO-style dynamic sampling with refill (``pods_refill_max_rounds``).
-
-        The round's G groups are G slots. While a slot holds a group of zero reward variance and fewer than
-        ``pods_refill_max_rounds`` extra rounds ran, one extra round generates n rollouts (n x GA with
-        GRPO-GA) for as many fresh prompts as are needed, drawn uniformly from the training set (seeded by the
-        run seed, the step and the round; the GRESO skip applies to them), under their own sampling seeds; its
-        informative groups fill the uninformative slots in order. Returns the batch of the slots' groups, their
-        rewards and lengths, each slot's index among all generated groups, and the number generated.
-        """
-        n, ga = self.num_generations, self.pods_grad_accum
-        batches, rewards, lengths = [batch], [rewards_G_N], [lengths_B]
-        live = (rewards_G_N.amax(1) > rewards_G_N.amin(1)).tolist()
-        slots = list(range(len(live)))
-        rounds = 0
-        try:
-            while rounds < self.pods_refill_max_rounds:
-                missing = [i for i, g in enumerate(slots) if not live[g]]
-                if not missing:
-                    break
-                rounds += 1
-                self._pods_round = rounds
-                gen = torch.Generator().manual_seed(mix_seed(self.pods_seed, self.state.global_step, rounds, 0x2EF))
-                prompts = [self._pods_draw_prompt(gen, calls) for _ in range(-(-len(missing) // ga))]
-                extra = [dict(row) for row in prompts for _ in range(n * ga)]
-                b, r, ln = self._pods_score_round(extra, calls)
-                first = len(live)
-                live.extend((r.amax(1) > r.amin(1)).tolist())
-                batches.append(b)
-                rewards.append(r)
-                lengths.append(ln)
-                fresh = [g for g in range(first, len(live)) if live[g]]
-                for slot, g in zip(missing, fresh, strict=False):
-                    slots[slot] = g
-        finally:
-            self._pods_round = 0
-        calls["refill_rounds"] += rounds
-        if rounds == 0:
-            return batch, rewards_G_N, lengths_B, slots, len(live)
-        rows_B = torch.cat([torch.arange(g * n, (g + 1) * n) for g in slots])
-        merged = downsample_rows(concat_rows(batches, self._tokenizer.pad_token_id), rows_B)
-        width = int(merged["completion_mask"].sum(1).max().item()) if rows_B.numel() else 0
-        for key, val in merged.items():  # drop the padding columns no slot's completion reaches
-            if isinstance(val, torch.Tensor) and val.dim() == 2 and not key.startswith("prompt"):
-                merged[key] = val[:, : max(width, 1)]
-        return merged, torch.cat(rewards)[slots], torch.cat(lengths)[rows_B], slots, len(live)
-
-    def _pods_log_kept(self, kept_rewards_G_M: torch.Tensor, kept_len_B: torch.Tensor, live_G: torch.Tensor | None):
-        """The ``kept_*`` metrics of a generation round, over the groups that enter the update: with the
-        zero-variance filter, the live groups only (none logged when every group dropped)."""
-        if live_G is not None:
-            if not live_G.any():
-                return
-            kept_rewards_G_M = kept_rewards_G_M[live_G]
-            kept_len_B = kept_len_B.view(live_G.numel(), -1)[live_G.to(kept_len_B.device)]
-        metrics = self._metrics["train"]
-        metrics["kept_reward"].append(kept_rewards_G_M.mean().item())
-        metrics["kept_reward_std"].append(
-            kept_rewards_G_M.reshape(-1).std().item() if kept_rewards_G_M.numel() > 1 else 0.0
-        )
-        metrics["kept_frac_reward_zero_std"].append(
-            (kept_rewards_G_M.amax(1) == kept_rewards_G_M.amin(1)).double().mean().item()
-        )
-        metrics["kept_completion_length"].append(kept_len_B.mean().item())
-
     def _pods_group_advantages(
         self, rewards_G_N: torch.Tensor, keep_G_M: torch.Tensor, live_G: torch.Tensor | None
     ) -> torch.Tensor:
@@ -590,44 +436,6 @@ class PODSGRPOTrainer(GRPOTrainer):
             adv_G_M[live_G] = pods_advantages(rewards_G_N[live_G], keep_G_M[live_G], **kwargs).to(torch.float64)
         return adv_G_M
 
-    def _pods_log_completions(
-        self,
-        keep_G_M: torch.Tensor,
-        adv_G_M: torch.Tensor,
-        live_G: torch.Tensor | None,
-        gen_G: list[int] | None = None,
-        generated: int | None = None,
-    ) -> None:
-        """What was trained, in TRL's completions table (``log_completions``): TRL logged every rollout with
-        its advantage over all n; the rows of this round get the advantage they were trained with instead
-        (NaN for a rollout left out, by the rule, the zero-variance filter or a refill) and a ``kept`` column.
-        ``gen_G``: with refill, each trained group's index among the ``generated`` groups of the step's rounds."""
-        G, n = keep_G_M.shape[0], self.num_generations
-        kept_G_N = torch.zeros(G, n, dtype=torch.bool).scatter_(1, keep_G_M.cpu(), True)
-        if live_G is not None:
-            kept_G_N &= live_G.unsqueeze(1)
-        adv_G_N = torch.full((G, n), float("nan"), dtype=torch.float64)
-        adv_G_N.scatter_(1, keep_G_M.cpu(), adv_G_M.to("cpu", torch.float64))
-        adv_G_N[~kept_G_N] = float("nan")
-        if gen_G is not None and generated is not None and generated != G:  # refill: place the slots' groups
-            index = torch.tensor(gen_G, dtype=torch.long)
-            all_kept = torch.zeros(generated, n, dtype=torch.bool)
-            all_adv = torch.full((generated, n), float("nan"), dtype=torch.float64)
-            all_kept[index], all_adv[index] = kept_G_N, adv_G_N
-            G, kept_G_N, adv_G_N = generated, all_kept, all_adv
-        logged = self._logs["advantages"]
-        if G * n > len(logged) == getattr(logged, "maxlen", None):  # refill rounds overran TRL's bounded table
-            G, kept_G_N, adv_G_N = len(logged) // n, kept_G_N[-(len(logged) // n) :], adv_G_N[-(len(logged) // n) :]
-        if len(logged) < G * n:
-            raise TRLCompatError(
-                f"trl.GRPOTrainer logged {len(logged)} advantages for a round of {G * n} rollouts (trl {_trl_version()}); "
-                "the completions table cannot be marked. Port pods.PODSGRPOTrainer._pods_log_completions."
-            )
-        for _ in range(G * n):  # TRL's all-n advantages of this round, the last G x n entries
-            logged.pop()
-        logged.extend(adv_G_N.reshape(-1).tolist())
-        self._logs["extra"]["kept"].extend(kept_G_N.reshape(-1).tolist())
-
     def _compute_loss(self, model, inputs):
         live = inputs.get(LIVE_KEY)
         if live is None:
@@ -639,118 +447,7 @@ class PODSGRPOTrainer(GRPOTrainer):
             loss = loss * (rows / n_live)
         return loss
 
-    def _pods_kept_forwards(self, kept: dict) -> None:
-        """The no-grad forwards TRL would have run over all n rollouts, on the kept rows only (in place).
-
-        Reference log-probs when ``beta != 0`` (as the authors' code: m rows per group); the current
-        policy's (old) log-probs when these rows will be trained on after a later optimizer step
-        (``gradient_accumulation_steps`` not a multiple of ``steps_per_generation``, TRL's rule) or for
-        the vLLM importance-sampling correction, and then TRL's truncated/masked ratio
-        exp(logp_train - logp_vLLM), per token or per sequence as ``vllm_importance_sampling_mode`` says.
-        """
-        use_is = bool(self.use_vllm and self.vllm_importance_sampling_correction)
-        off_policy = self.args.gradient_accumulation_steps % (self.args.steps_per_generation * self.num_iterations) != 0
-        if self.beta == 0.0 and not (use_is or off_policy):
-            return
-        ids = torch.cat([kept["prompt_ids"], kept["completion_ids"]], dim=1)
-        mask = torch.cat([kept["prompt_mask"], kept["completion_mask"]], dim=1)
-        width = kept["completion_ids"].size(1)
-        chunk = self.args.per_device_train_batch_size
-        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-            if use_is or off_policy:
-                old_logps, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width, chunk)
-                kept["old_per_token_logps"] = old_logps
-                if use_is:
-                    kept["importance_sampling_ratio"] = self._pods_is_ratio(kept, old_logps)
-            if self.beta != 0.0:
-                if self.ref_model is not None:
-                    ref, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, mask, width, chunk)
-                else:  # a PEFT policy: the base (adapters off) or an initial "ref" adapter is the reference
-                    unwrapped = self.accelerator.unwrap_model(self.model)
-                    name = "ref" if "ref" in unwrapped.peft_config else None
-                    with use_adapter(unwrapped, adapter_name=name):
-                        ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask, width, chunk)
-                kept["ref_per_token_logps"] = ref
-
-    def _pods_is_ratio(self, kept: dict, old_logps: torch.Tensor) -> torch.Tensor:
-        """TRL 1.16's vLLM importance-sampling ratio on the kept rows (its four modes)."""
-        sampling = kept.get("sampling_per_token_logps")
-        if sampling is None:
-            raise TRLCompatError("vLLM returned no sampling log-probs; turn rollout.vllm_is_correction off")
-        loss_mask = (
-            kept["completion_mask"] if kept.get("tool_mask") is None else kept["completion_mask"] * kept["tool_mask"]
-        )
-        diff = torch.nan_to_num((old_logps - sampling) * loss_mask, nan=0.0)  # unscored tokens: ratio 1
-        mode = self.vllm_importance_sampling_mode
-        if mode not in ("sequence_mask", "sequence_truncate", "token_mask", "token_truncate"):
-            raise ValueError(f"unknown vllm_importance_sampling_mode {mode!r}")
-        ratio = torch.exp(diff.sum(dim=-1, keepdim=True) if mode.startswith("sequence") else diff)
-        lo, hi = self.vllm_importance_sampling_clip_min, self.vllm_importance_sampling_clip_max
-        if mode.endswith("truncate"):
-            return torch.clamp(ratio, min=lo, max=hi)
-        lo = -float("inf") if lo is None else lo
-        hi = float("inf") if hi is None else hi
-        return ratio.masked_fill((ratio < lo) | (ratio > hi), 0.0)
-
-    def _dump_selection(self, kept: dict, rows_B: torch.Tensor) -> None:
-        """Append this step's selection to $PODS_DEBUG_DUMP/selection_rank{r}.jsonl (tests, debugging)."""
-        sel = self.pods_last_selection
-        ids = kept["completion_ids"].cpu()
-        mask = kept["completion_mask"].cpu().bool()
-        digests = [hashlib.sha1(str(ids[i][mask[i]].tolist()).encode()).hexdigest()[:16] for i in range(ids.shape[0])]
-        row = {
-            "step": self.state.global_step,
-            "process_index": self.accelerator.process_index,
-            "num_processes": self.accelerator.num_processes,
-            "group_offset": sel["group_offset"],
-            "local_groups": sel["local_groups"],
-            "rewards_G_N": sel["rewards_G_N"].tolist(),
-            "keep_G_M": sel["keep_G_M"].tolist(),
-            "adv_G_M": sel["adv_G_M"].tolist(),
-            "local_rows": rows_B.tolist(),
-            "local_advantages": kept["advantages"].cpu().tolist(),
-            "local_completion_sha": digests,
-        }
-        path = Path(os.environ[DEBUG_ENV]) / f"selection_rank{self.accelerator.process_index}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as f:
-            f.write(json.dumps(row) + "\n")
-
     # -- the run's access to TRL/HF internals ----------------------------------------------
-    @contextlib.contextmanager
-    def eval_generator(self) -> Iterator[Generator]:
-        """A :class:`pods.evaluation.Generator` sampling from the current policy, in eval mode.
-
-        With vLLM, TRL's colocated engine gets the current weights first (once per optimizer step, as
-        TRL itself does); with HF generation, the model is unwrapped from DDP/DeepSpeed. Training mode
-        is restored on exit.
-        """
-        model = self.model
-        was_training = model.training
-        model.eval()
-        try:
-            if self.use_vllm:
-                if self.state.global_step != getattr(self, "_last_loaded_step", -1):
-                    self.vllm_generation.sync_weights()
-                    self._last_loaded_step = self.state.global_step
-                yield VLLMGenerator(self.vllm_generation.llm, self.processing_class, top_p=1.0, top_k=self.top_k)
-            else:
-                with unwrap_model_for_generation(
-                    self.model_wrapped,
-                    self.accelerator,
-                    gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
-                ) as unwrapped:
-                    yield HFGenerator(
-                        unwrapped,
-                        self.processing_class,
-                        top_p=1.0,
-                        top_k=self.top_k,
-                        fast_decode=self.pods_fast_decode and not (self.is_deepspeed_enabled or self.is_fsdp_enabled),
-                    )
-        finally:
-            if was_training:
-                model.train()
-
     def _save_checkpoint(self, model, trial):
         # torch.save reports a full disk as RuntimeError("... unexpected pos ..."): name the disk and path.
         self._pods_trl_epoch()  # trainer_state.json records the epoch as TRL counts it
@@ -841,10 +538,27 @@ class PODSGRPOTrainer(GRPOTrainer):
         super()._save(output_dir, state_dict)
 
 
-def _prompt_key(row: dict) -> str:
-    """A prompt's identity for the GRESO history: its text (a chat prompt as its JSON)."""
-    prompt = row.get("prompt")
-    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+def _init_run_state(trainer: PODSGRPOTrainer) -> None:
+    """The trainer's per-run state, set before ``GRPOTrainer.__init__`` runs (which may call the hooks)."""
+    trainer._pods_rewards_per_func: torch.Tensor | None = None
+    trainer._pods_lengths: torch.Tensor | None = None  # completion tokens of this process's rows (rewards' call)
+    trainer.pods_filter_zero_std = False  # resolved in __init__, once args is known
+    trainer.pods_timing: dict[str, float] = defaultdict(float)  # per optimizer step; reset by the controller
+    trainer.pods_step_counts: dict[str, float] = defaultdict(float)  # STEP_COUNTS per optimizer step; likewise
+    trainer._pods_round = 0  # generation round within a step (refill rounds > 0 sample under their own seeds)
+    trainer._pods_history: dict[str, deque] = {}  # prompt -> zero-variance flags of its last groups (GRESO skip)
+    trainer.pods_last_selection: dict[str, Any] = {}
+    trainer._pods_sampler: EpochRepeatSampler | None = None  # the training sampler (epoch bookkeeping)
+    trainer._pods_epoch_step: int | None = None  # the optimizer step whose state.epoch was rescaled
+
+
+def _check_trl_attrs(trainer: PODSGRPOTrainer) -> None:
+    """Every TRL/HF attribute the hook reads is set on the constructed trainer (``TRL_ATTRS``, ``TRL_INIT_ATTRS``)."""
+    for attr in TRL_ATTRS + tuple(a for a in TRL_INIT_ATTRS if trainer.use_vllm or a not in VLLM_ONLY_ATTRS):
+        if not hasattr(trainer, attr):
+            raise TRLCompatError(
+                f"trl.GRPOTrainer no longer sets self.{attr} (trl {_trl_version()}); port pods/trainer/hook.py"
+            )
 
 
 def _refuse_unknown_pods_keywords(kwargs: dict[str, Any]) -> None:
