@@ -30,8 +30,10 @@ PRODUCT_SHEETS = {
     "runs.tsv",
     "runs_tiny.tsv",
     "runs_smol.tsv",
+    "runs_arena.tsv",
     "config.yaml",
-}  # config.yaml: the scales, for pods train --scale
+    "arena.yaml",
+}  # config.yaml: the scales, for pods train --scale; arena.yaml and its sheet: the selection arena's grid
 
 
 def _load(name: str):

@@ -227,7 +227,8 @@ def _expected(verdicts: str, variant: str) -> float:
 def test_table_covers_every_task_and_variant():
     assert len(ROWS) >= 100
     assert {row[0] for row in ROWS} == set(R.TASKS)
-    assert set(VARIANTS_ORDER) == set(R.VARIANTS)
+    # `partial` grades a wrong integer answer with a fraction, not 0/1: its own tests are in test_arena_conditions
+    assert set(VARIANTS_ORDER) == set(R.VARIANTS) - {"partial"}
     assert all(len(v) in (1, len(VARIANTS_ORDER)) for *_, v in ROWS)
     for variant in VARIANTS_ORDER:  # right and wrong answers for every variant
         assert {_expected(v, variant) for *_, v in ROWS} == {0.0, 1.0}
