@@ -9,20 +9,20 @@ and its own key/value cache, and samples exactly as ``transformers`` does for pl
 (float32 logits, ``/ temperature``, softmax, one ``torch.multinomial`` draw over every row per step, finished
 rows padded, stop when every row has hit an EOS or ``max_new_tokens``). It returns what ``generate`` returns
 (prompt and completion ids, ``[rows, prompt + generated]``); :class:`pods.evaluation.HFGenerator` and the
-trainer's seeded rollout path (:class:`pods.trainer.PODSGRPOTrainer`) call it. ``tests/test_fastgen.py`` checks logits against the model's forward and the sampled
+trainer's seeded rollout path (:class:`pods.trainer.PODSGRPOTrainer`) call it. ``tests/trainer/test_fastgen.py`` checks logits against the model's forward and the sampled
 tokens against ``generate`` under the same seed.
 
 The Llama/Qwen2 RMSNorm and gated-SiLU MLP are inlined (the same operations in the same order, without the
 module calls and the float32 casts that are no-ops in float32), each layer's weights are looked up once per
 call, and the rotary cos/sin come from a table made once per call by the model's rotary module; any other
 norm, MLP or rotary module is called as a module. The logits are the same bits as calling the modules
-(tests/test_fastgen.py, every decoding step; and seed 0 of each main arm of (a), (b), (e) and (f) gave every
+(tests/trainer/test_fastgen.py, every decoding step; and seed 0 of each main arm of (a), (b), (e) and (f) gave every
 step and evaluation of the tiny default job's runs again: notebook/records/2026-11-26-fastgen-lean-decode.txt). Measured side by
 side on a 2-core AMD EPYC (old and new code at once, one per core): generation 3-11% less per step
 (0.266 -> 0.237 s per (a) GRPO step, 0.431 -> 0.395 per PODS step), a run's wall time 2-5% less; the decode
 stays bound by per-operation overhead (about 220 ATen operations per token for the 3-layer tiny model).
 
-Less work around the same operations, with the same bits (tests/test_fastgen.py): the decoding runs under
+Less work around the same operations, with the same bits (tests/trainer/test_fastgen.py): the decoding runs under
 ``torch.inference_mode`` (no autograd bookkeeping per operation; the returned ids are copied out of it, so
 training may use them), the key/value caches are not zero-filled and start at the prompt plus one chunk
 of positions instead of the longest possible completion (grown a chunk at a time, their length kept
@@ -430,7 +430,7 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 def _rope_table(model: Any, inner: Any, positions: int, device: Any, dtype: Any):
     """``(cos, sin)`` of the model's rotary embedding for positions ``0 .. positions - 1``, each
     ``(positions, head_dim)``: the rotary module computes each position's values elementwise, so looking them
-    up gives the values it would give per step (tests/test_fastgen.py checks the logits bit for bit). None
+    up gives the values it would give per step (tests/trainer/test_fastgen.py checks the logits bit for bit). None
     (compute per step and rotate with the model's own ``apply_rotary_pos_emb``) where the rotary module is not
     the plain Llama/Qwen2 class or the model's module has no ``rotate_half`` (another rotation)."""
     rotary = inner.rotary_emb

@@ -7,7 +7,7 @@ Usage::
     # {'accuracy': 1.0, 'format': 1.0, 'tags': 1.0, 'total': 3.0}
     GRPOTrainer(..., reward_funcs=trl_reward_funcs("gsm8k", "paper"))   # accuracy, format, tags
 
-Tests: ``pytest tests/test_rewards.py tests/test_hostile_text.py``. Other public names: ``TASKS``,
+Tests: ``pytest tests/rewards/test_rewards.py tests/rewards/test_hostile_text.py``. Other public names: ``TASKS``,
 ``VARIANTS``, ``MAX_TOTAL`` (largest total per variant), :func:`extract_gold`, :func:`answer_block`,
 :func:`format_reward`, :func:`tag_count`, :func:`eval_format`, :func:`completion_text`,
 :func:`warmup`, :func:`guard_stats`. A ``bytes`` completion is decoded as UTF-8 with replacement.
@@ -31,7 +31,7 @@ Accuracy (1.0/0.0). The "answer block" is the text after the LAST ``<answer>`` u
   Prediction and gold are treated alike: an answer block without math delimiters of its own is
   read both as free text and as LaTeX in ``$..$`` (``pods.verifier`` mode ``answer``), so
   ``\\sqrt{2}``, ``\\pi``, ``[2,5)``, ``\\text{18}`` or ``\\$18`` in the block count as they do
-  in ``\\boxed{}`` (tests/test_scoring_table.py). A whole completion is read as free text only.
+  in ``\\boxed{}`` (tests/rewards/test_scoring_table.py). A whole completion is read as free text only.
   Fast path: when the gold and the answer block are both plain ASCII integers they are compared
   as integers in Python, which is what math-verify concludes (tested), without a sympy call.
 - letter tasks: the answer block, after unwrapping one ``$..$``, ``\\boxed{}``, ``\\text{}``,

@@ -374,5 +374,5 @@ def _balanced(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) ->
     return idx_P_N[take_P_N].view(P, m)  # exactly m per row, in index order
 
 
-RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))  # = pods.registry.RULES (tests/test_selectors.py)
+RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))  # = pods.registry.RULES (tests/core/test_selectors.py)
 """Names of the registered down-sampling rules (valid values of ``rollout.rule``)."""

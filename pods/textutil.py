@@ -1,6 +1,6 @@
 """Small text helpers shared by pods.data and pods.rewards (standard library only).
 
-Tests: ``pytest tests/test_rewards.py -k boxed tests/test_data.py -k boxed``.
+Tests: ``pytest tests/rewards/test_rewards.py -k boxed tests/inputs/test_data.py -k boxed``.
 """
 
 from __future__ import annotations

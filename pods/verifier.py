@@ -9,7 +9,7 @@ Usage::
     verifier.verify("#### 18", "so \\boxed{18}", "openr1")  # 1.0
     verifier.stats()                                   # {'nesting': 0, ...}: how often each guard fired
 
-Tests: ``pytest tests/test_hostile_text.py tests/test_rewards.py``. This module holds no reward
+Tests: ``pytest tests/rewards/test_hostile_text.py tests/rewards/test_rewards.py``. This module holds no reward
 rule: :mod:`pods.rewards` decides what text to send (arXiv 2504.13818 App. A.1) and this module answers
 whether math-verify finds it equal to the gold, without ever hanging, raising on the text, or
 letting a huge number exhaust the machine. It imports only the standard library; sympy and

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported; see the module docstring
-# Every test run evaluates its step 0 itself (tests/test_evalcache.py turns pods.evalcache's reuse on), and
+# Every test run evaluates its step 0 itself (tests/trainer/test_evalcache.py turns pods.evalcache's reuse on), and
 # no test writes evaluations into the user's model cache.
 os.environ.setdefault("PODS_EVAL_CACHE", "off")
 from pods.kernels import pin_cpu_kernels  # noqa: E402
@@ -214,9 +214,10 @@ def batch_inputs():
 
 @pytest.fixture(scope="session")
 def analysis_helpers():
-    """tests/test_analysis.py as a module (its fake-run writers `fake_tree`, `fake_sheet`, `write_run`,
+    """tests/analysis/test_analysis.py as a module (its fake-run writers `fake_tree`, `fake_sheet`, `write_run`,
     `_tidy_arm`), loaded by path so that it works in any pytest import mode."""
-    spec = importlib.util.spec_from_file_location("_pods_test_analysis", Path(__file__).with_name("test_analysis.py"))
+    path = Path(__file__).parent / "analysis" / "test_analysis.py"
+    spec = importlib.util.spec_from_file_location("_pods_test_analysis", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -19,8 +19,8 @@ timeout 240 python3 -m pods.models build tiny:llama-arith_85m --device cuda > $R
 BUILD=$!
 
 stage "pytest -m gpu"
-timeout 300 python3 -m pytest -m gpu -p no:cacheprovider -n 4 -q -rA tests/test_gpu.py \
-    tests/test_fidelity.py::test_load_in_4bit_trains_lora_on_a_4bit_base > $R/logs/pytest_gpu.log 2>&1
+timeout 300 python3 -m pytest -m gpu -p no:cacheprovider -n 4 -q -rA tests/trainer/test_gpu.py \
+    tests/config/test_fidelity.py::test_load_in_4bit_trains_lora_on_a_4bit_base > $R/logs/pytest_gpu.log 2>&1
 echo "pytest rc=$?"; tail -25 $R/logs/pytest_gpu.log; pack
 
 wait $BUILD; echo "build rc=$?"; tail -5 $R/logs/build_85m.log

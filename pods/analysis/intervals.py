@@ -2,7 +2,7 @@
 
 Each statistic is computed from two arms' evaluation matrices values_S_T (seed x grid point); its interval
 says how far it could move were the seeds drawn again. The recommended intervals, by simulated coverage
-(docs/design.md#intervals-over-seeds; tests/test_intervals.py repeats the check):
+(docs/design.md#intervals-over-seeds; tests/analysis/test_intervals.py repeats the check):
 
 - means and differences of per-seed numbers: Student / Welch t (`mean_interval`, `mean_diff_interval`,
   `trend_interval`);
@@ -13,7 +13,7 @@ says how far it could move were the seeds drawn again. The recommended intervals
 - the late gain (`late_gain_interval`): the jackknife t-interval.
 
 `method` also takes "percentile" and "jackknife_t" for the speed-ups; the methods the study compared and
-found short (basic, BCa, bootstrap-t) live beside it in tests/interval_methods.py. Every function is
+found short (basic, BCa, bootstrap-t) live beside it in tests/analysis/interval_methods.py. Every function is
 deterministic given its numpy Generator and depends on numpy alone; arrays may carry one leading batch
 axis (E experiments), which the coverage test uses.
 """
@@ -30,7 +30,7 @@ METHODS = (
     "percentile",
     "expanded",
     "jackknife_t",
-)  # the others compared by the coverage study: tests/interval_methods.py
+)  # the others compared by the coverage study: tests/analysis/interval_methods.py
 DEFAULT_FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.0)
 MIN_SEEDS_SPEEDUP = 5
 """Seeds per arm below which `ratio_interval` and `levels_interval` give no interval (NaN and a `note`).

@@ -10,7 +10,7 @@ both_accuracy, lengths -> completion_len_mean, and their dataset math500 -> math
 MATH-500 test set); per-run values are the mean of the 5 repeated evaluations, as in their
 scripts/plot.py.
 
-How the released logs map to the grid (checked against the paper's Table 3 and the authors' plotting by tests/test_analysis.py):
+How the released logs map to the grid (checked against the paper's Table 3 and the authors' plotting by tests/analysis/test_analysis.py):
 - (a)/(c) and the n/m/rule sweeps: checkpoints sorted by step number, the i-th at (i+1) x 0.5 h,
   kept up to 6 h (two m=2 runs have 14 checkpoints); (b) Llama: (i+1) x 10 min up to 1.5 h. This is
   the authors' plot.py. Base-model files give the t = 0 point.

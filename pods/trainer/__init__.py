@@ -31,7 +31,7 @@ per-prompt seeding, ``_get_train_sampler`` only to repeat each prompt n x GA tim
 saved, ``log`` to count ``epoch`` in data epochs, and ``_compute_loss`` only where the zero-variance
 group filter masked rows; the run reaches ``_load_from_checkpoint`` through
 :meth:`PODSGRPOTrainer.load_checkpoint_weights`.
-:func:`check_trl_compat` and tests/test_trl_hook.py fail loudly, naming the TRL internal that
+:func:`check_trl_compat` and tests/trainer/test_trl_hook.py fail loudly, naming the TRL internal that
 moved, if a TRL upgrade breaks these assumptions (every TRL/HF private this package uses is listed
 in ``TRL_HOOKS``, ``HF_PRIVATE_METHODS``, ``TRL_INIT_ATTRS`` and ``REPEAT_SAMPLER_PARAMS``).
 
@@ -59,7 +59,7 @@ same seeded permutation per data epoch), so at m == n the trainer replays it; wi
 reaches any other ``GRPOConfig`` field (:func:`grpo_config_with_passthrough`).
 
 Environment variable: ``PODS_DEBUG_DUMP=DIR`` writes each step's gathered rewards, selection and
-advantages per process to ``DIR/selection_rank{r}.jsonl`` (tests/test_distributed.py compares them).
+advantages per process to ``DIR/selection_rank{r}.jsonl`` (tests/trainer/test_distributed.py compares them).
 
 Departures from the paper / official code, and choices where the sources are silent:
 
@@ -82,7 +82,7 @@ Departures from the paper / official code, and choices where the sources are sil
   sequence aggregation (the paper's formula) is unaffected.
 - TRL 1.16's default ``use_bias_correction_kl=True`` (KL term times the importance ratio) is turned
   off: the authors' loss adds the plain k3 estimator, ``beta * KL_k3`` (docs/paper.md#grpo);
-  tests/test_trl_hook.py found the difference.
+  tests/trainer/test_trl_hook.py found the difference.
 - The authors' (e)-(f) LR schedule spans one data epoch (``num_train_epochs: 1``); a non-constant
   schedule here spans ``optim.scheduler_steps``, else ``budget.max_steps``, else one epoch of the
   training prompts (where training then stops); a constant schedule runs until the time budget.

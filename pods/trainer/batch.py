@@ -1,7 +1,7 @@
 """The trainer's batch helpers: kept-row indices, down-sampling of TRL's batch dict, reward checks, the sampler.
 
 Part of :mod:`pods.trainer` (the one place that touches TRL or HF Trainer internals); the pure
-helpers are tested directly in tests/test_trainer.py.
+helpers are tested directly in tests/trainer/test_trainer.py.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def sync_device(device: torch.device | None = None) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# ALGO LOGIC: pure helpers of the PODS hook (tested directly in tests/test_trainer.py)
+# ALGO LOGIC: pure helpers of the PODS hook (tested directly in tests/trainer/test_trainer.py)
 # --------------------------------------------------------------------------------------------
 def local_kept_rows(keep_G_M: torch.Tensor, n: int, group_offset: int, local_groups: int) -> torch.Tensor:
     """Flat row indices, into this process's batch of ``local_groups x n`` rows, of the kept rollouts.

@@ -21,7 +21,7 @@ __all__ = ["TRLCompatError", "check_trl_compat"]
 
 # --------------------------------------------------------------------------------------------
 # The TRL internals the hook relies on. check_trl_compat() verifies them at construction time and
-# tests/test_trl_hook.py at test time; a TRL upgrade that moves one fails with its name.
+# tests/trainer/test_trl_hook.py at test time; a TRL upgrade that moves one fails with its name.
 # --------------------------------------------------------------------------------------------
 TRL_HOOKS: dict[str, tuple[str, ...]] = {
     "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),

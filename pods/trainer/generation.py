@@ -32,7 +32,7 @@ class GenerationHelpers:
         """``_generate_single_turn`` in one batched :func:`pods.fastgen.sample` call.
 
         With ``seeds``, each group's tokens are those of ``torch.manual_seed(seed); generate(group)``
-        (tests/test_fastgen.py); without, those of one ``generate`` call over all rows. Completions keep
+        (tests/trainer/test_fastgen.py); without, those of one ``generate`` call over all rows. Completions keep
         their first EOS and lose what follows, as TRL's regular path returns them.
         """
         ids, mask, width = left_pad(prompt_ids, self._tokenizer.pad_token_id)

@@ -1,0 +1,70 @@
+"""What a TRL user and a ``pods`` user are told about a bad PODS option: a misspelt trainer keyword, m = 0 or
+negative, and the rules that the help texts list."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pods.trainer import PODSConfig, PODSGRPOTrainer, records_to_dataset
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _build(tiny_policy_dir, tmp_path, **kw):
+    from trl import GRPOConfig
+
+    from pods.models import load_policy
+
+    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"), num_generations=4, per_device_train_batch_size=4, max_steps=1,
+        use_cpu=True, bf16=False, report_to=[], save_strategy="no",
+    )  # fmt: skip
+    ds = records_to_dataset([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)])
+    reward = lambda completions, **_: [0.0] * len(completions)  # noqa: E731
+    return PODSGRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=ds, processing_class=tok, **kw)
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"), [("pods_M", "pods_m"), ("pods_rulle", "pods_rule"), ("pods_filter_zero", "pods_filter_zero_std")]
+)
+def test_a_misspelt_pods_keyword_names_the_closest_one(tiny_policy_dir, tmp_path, typo, meant):
+    with pytest.raises(TypeError) as err:
+        _build(tiny_policy_dir, tmp_path, **{"pods_m": 2, typo: 4} if typo != "pods_M" else {typo: 4})
+    text = str(err.value)
+    assert "\n" not in text
+    assert f"unknown keyword argument {typo!r}; did you mean {meant}?" in text
+    assert _build(tiny_policy_dir, tmp_path, pods_m=2).pods_m == 2  # the spelling it suggests works
+
+
+@pytest.mark.parametrize("m", [0, -1])
+def test_m_zero_or_negative_gets_its_own_message(tmp_path, m):
+    with pytest.raises(ValueError) as err:
+        PODSConfig(output_dir=str(tmp_path), num_generations=4, pods_m=m, use_cpu=True)
+    text = str(err.value)
+    assert "a kept group of one rollout" not in text  # m = 1's reason, which is not m <= 0's
+    assert ("keeps no rollout" if m == 0 else "is negative") in text
+    assert "set pods_m between 2 and num_generations=4" in text
+    proc = subprocess.run(
+        [sys.executable, "-m", "pods", "validate", "tiny_a", f"rollout.m={m}"], capture_output=True, text=True, cwd=REPO
+    )
+    assert proc.returncode == 2
+    assert ("keeps no rollout" if m == 0 else "is negative") in proc.stderr
+    assert "a kept group of one rollout" not in proc.stderr
+
+
+def test_help_texts_list_every_registered_rule():
+    from transformers import HfArgumentParser
+
+    from pods.selectors import RULES
+
+    help_text = " ".join(HfArgumentParser(PODSConfig).format_help().split())  # a TrlParser script's --help
+    out = subprocess.run([sys.executable, "-m", "pods", "config", "rollout.rule"], capture_output=True, text=True)
+    assert "max_variance_shortest" in RULES
+    for rule in RULES:
+        assert rule in help_text.rsplit("--pods_rule", 1)[1].split("--pods_normalize")[0], rule
+        assert rule in out.stdout, rule
