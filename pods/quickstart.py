@@ -63,7 +63,7 @@ def _verdict(row) -> str:
         return f"PODS needed more optimizer steps than GRPO to reach GRPO's 99%-of-peak accuracy: {interval}x"
     return (
         f"not resolved at {row['n_seeds_pods']:.0f} seeds per arm and this budget: PODS / GRPO steps-to-peak "
-        f"{interval}x includes 1 (the default job's 64 seeds per arm resolve it; docs/results.md)"
+        f"{interval}x includes 1 (the default job trains 64 seeds per arm: docs/results.md)"
     )
 
 

@@ -54,9 +54,15 @@ def test_the_paper_per_step_figure_multiplies_by_the_step_cost_ratio(generated):
     assert "1.49" not in text  # the inverted reading, 2.0 / (10.08 / 7.53)
 
 
+def _needs_a(tables):
+    if tables.tiny is None or "a" not in set(tables.tiny["setting"].astype(str)):
+        pytest.skip("the tiny default job's (a) is not fully recorded yet (benchmarks/results/tiny/)")
+
+
 @needs_tiny
 def test_the_default_job_trains_a_on_64_seeds_per_arm(generated):
     rec, tables, _ = generated
+    _needs_a(tables)
     a = tables.tiny[tables.tiny["setting"].astype(str) == "a"].iloc[0]
     assert (a["n_seeds_baseline"], a["n_seeds_pods"]) == (64, 64)
     assert not math.isnan(a["speedup_steps_ci_low"])
@@ -76,6 +82,7 @@ def test_every_interval_on_the_page_counts_never_reached_resamples(generated):
 def test_budget_cuts_read_the_same_runs(generated):
     """(a) at 300 and 450 steps is the 600-step job cut there (no other runs), on the same seeds."""
     rec, tables, _ = generated
+    _needs_a(tables)
     for b in results.BUDGETS:
         row = tables.budgets[b].iloc[0]
         assert row["last_at_baseline"] <= b
