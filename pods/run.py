@@ -168,6 +168,19 @@ def open_run_dir(cfg: TrainConfig, logger: RunLogger, dist: Any) -> tuple[Path |
     return ckpt, state
 
 
+def describe_changes(old: dict, new: dict, keys: list[str]) -> tuple[str, str]:
+    """The differing dotted ``keys`` in words: ("k old -> new; ..." (at most 8, then "and N more"), "k=old ...",
+    the values that continue the run)."""
+
+    def show(flat: dict, key: str) -> str:
+        return json.dumps(flat[key]) if key in flat else "(absent)"
+
+    changes = "; ".join(f"{k} {show(old, k)} -> {show(new, k)}" for k in keys[:8])
+    more = f"; and {len(keys) - 8} more" if len(keys) > 8 else ""
+    original = " ".join(f"{k}={show(old, k)}" for k in keys[:8] if k in old)
+    return changes + more, original
+
+
 def check_same_config(cfg: TrainConfig, logger: RunLogger) -> bool:
     """True if the run directory's config.json is ``cfg`` up to what a run may change when it continues
     (False: there is none); :class:`RunDirError` naming each key that differs (``rollout.m 8 -> 4``)
@@ -188,14 +201,9 @@ def check_same_config(cfg: TrainConfig, logger: RunLogger) -> bool:
         missing = object()
         keys = sorted(k for k in set(old_flat) | set(new_flat) if old_flat.get(k, missing) != new_flat.get(k, missing))
 
-        def show(flat: dict, key: str) -> str:
-            return json.dumps(flat[key]) if key in flat else "(absent)"
-
-        changes = "; ".join(f"{k} {show(old_flat, k)} -> {show(new_flat, k)}" for k in keys[:8])
-        more = f"; and {len(keys) - 8} more" if len(keys) > 8 else ""
-        original = " ".join(f"{k}={show(old_flat, k)}" for k in keys[:8] if k in old_flat)
+        changes, original = describe_changes(old_flat, new_flat, keys)
         raise RunDirError(
-            f"{logger.run_dir} holds a run with a different config ({changes}{more}). Fix: choose another out_dir, "
+            f"{logger.run_dir} holds a run with a different config ({changes}). Fix: choose another out_dir, "
             f"or continue that run with its values ({original}), or delete the directory to start over"
         )
     return True
@@ -237,14 +245,9 @@ def check_checkpoint_config(cfg: TrainConfig, ckpt: Path, state: dict | None) ->
     if not keys:
         return
 
-    def show(flat: dict, key: str) -> str:
-        return json.dumps(flat[key]) if key in flat else "(absent)"
-
-    changes = "; ".join(f"{k} {show(old, k)} -> {show(new, k)}" for k in keys[:8])
-    more = f"; and {len(keys) - 8} more" if len(keys) > 8 else ""
-    original = " ".join(f"{k}={show(old, k)}" for k in keys[:8] if k in old)
+    changes, original = describe_changes(old, new, keys)
     raise RunDirError(
-        f"{ckpt} was trained under another config ({changes}{more}); its weights, optimizer and logs are that "
+        f"{ckpt} was trained under another config ({changes}); its weights, optimizer and logs are that "
         "run's (the run directory's config.json does not count: its checkpoint says what trained it). Fix: "
         f"start a new run directory (another out_dir), or resume with the original values ({original})"
     )

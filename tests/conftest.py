@@ -61,6 +61,18 @@ FAST_OVERRIDES = (
 )
 
 
+# TRL trainer arguments of a quiet CPU run in tests: no mixed precision, checkpointing, reporting, saving or bars.
+QUIET_CPU_ARGS = dict(
+    use_cpu=True,
+    bf16=False,
+    activation_checkpointing=False,
+    report_to=[],
+    logging_steps=1,
+    save_strategy="no",
+    disable_tqdm=True,
+)
+
+
 def _build_tiny(out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig

@@ -11,6 +11,7 @@ from collections import deque
 
 import pytest
 import torch
+from conftest import QUIET_CPU_ARGS
 
 from pods.trainer import STEP_COUNTS, PODSConfig, PODSGRPOTrainer, concat_rows, records_to_dataset
 
@@ -27,13 +28,7 @@ def _args(tmp_path, **kw):
         max_steps=1,
         max_completion_length=8,
         learning_rate=1e-4,
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
+        **QUIET_CPU_ARGS,
         seed=0,
     )
     base.update(kw)

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import pytest
 import torch
+from conftest import QUIET_CPU_ARGS
 
 from pods.trainer import EpochRepeatSampler, PODSConfig, PODSGRPOTrainer, records_to_dataset
 
@@ -29,13 +30,7 @@ def _user_args(tmp_path, cls=None, **kw):
         max_steps=-1,  # epoch-based, TRL's default style
         max_completion_length=8,
         learning_rate=1e-4,
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
+        **QUIET_CPU_ARGS,
         seed=0,
     )
     base.update(kw)

@@ -10,6 +10,7 @@ from collections import defaultdict
 
 import pytest
 import torch
+from conftest import QUIET_CPU_ARGS
 
 from pods.trainer import PODSGRPOTrainer, records_to_dataset
 
@@ -26,13 +27,7 @@ def _args(tmp_path, **kw):
         gradient_accumulation_steps=1,
         max_completion_length=8,
         learning_rate=1e-3,
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
+        **QUIET_CPU_ARGS,
         seed=3,
     )
     base.update(kw)

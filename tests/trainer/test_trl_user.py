@@ -12,6 +12,7 @@ import math
 
 import pytest
 import torch
+from conftest import QUIET_CPU_ARGS
 
 from pods.trainer import PODSConfig, PODSGRPOTrainer, records_to_dataset
 
@@ -25,13 +26,7 @@ def _args(tmp_path, cls=PODSConfig, **kw):
         max_steps=2,
         max_completion_length=8,
         learning_rate=1e-4,
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
+        **QUIET_CPU_ARGS,
         seed=0,
     )
     if cls is PODSConfig:
