@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from pods import registry
+from pods.analysis.arena_record import FLOAT_FORMAT
 from pods.analysis.intervals import mean_diff_interval, mean_interval
 
 __all__ = [
@@ -93,12 +94,16 @@ class ArenaInputError(ValueError):
 # Collecting runs
 
 
-def collect(grid) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(curves, steps, runs) of the grid's finished runs (summary.json present); an unfinished run is an error."""
+def collect(grid, partial: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(curves, steps, runs) of the grid's finished runs (summary.json present). An unfinished run is an error,
+    unless ``partial`` (a sitting): then it is left out, and each finished run's config is checked against the
+    grid's (its fingerprint, kept in ``config_sha256``)."""
+    from pods.analysis.arena_record import check_fingerprint, expected_fingerprints
     from pods.runlog import read_jsonl
 
     curves, steps, runs = [], [], []
     missing = []
+    expected = expected_fingerprints(grid) if partial else None
     for run in grid.runs():
         d = Path(grid.root) / "runs" / run.folder
         if not (d / "summary.json").is_file():
@@ -106,6 +111,10 @@ def collect(grid) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
             continue
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
         ident = {"condition": run.condition, "arm": run.arm, "seed": run.seed}
+        if expected is not None:
+            ident_print = {"config_sha256": check_fingerprint(d, run.folder, expected)}
+        else:
+            ident_print = {}
         primary = None
         for row in read_jsonl(d / "eval.jsonl"):
             primary = primary or row["dataset"]
@@ -122,9 +131,11 @@ def collect(grid) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
                 "eval_cpu_s": summary.get("eval_cpu_s"),
                 "startup_cpu_s": summary.get("startup_cpu_s"),
                 "process_cpu_s": summary.get("cpu_s_last_session"),
+                "wall_s": summary.get("wall_s_last_session"),
+                **ident_print,
             }
         )
-    if missing:
+    if missing and not partial:
         raise ArenaInputError(
             f"{len(missing)} arena run(s) have not finished, e.g. {missing[0]}; train them "
             f"(snakemake arena --config arena={grid.scale}) before the tables"
@@ -149,7 +160,7 @@ def write_record(out: Path, curves: pd.DataFrame, steps: pd.DataFrame, runs: pd.
     paths = []
     for name, df in (("arena_curves", curves), ("arena_steps", steps), ("arena_runs", runs)):
         paths.append(out / f"{name}.csv")
-        df.to_csv(paths[-1], index=False, float_format="%.6g")
+        df.to_csv(paths[-1], index=False, float_format=FLOAT_FORMAT)
     paths.append(out / "arena_meta.json")
     paths[-1].write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")  # arms and conditions in grid order
     return paths
@@ -353,7 +364,9 @@ def render_page(
     arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict, record: str, full: dict
 ) -> str:
     """docs/arena.md from the tables of a record (deterministic: the same record gives the same bytes)."""
-    lines = _page_intro(runs, meta, record, full) + list(_PAGE_METHODS) + _condition_tables(arms, vs, tokens, meta)
+    lines = (
+        _page_intro(runs, meta, record, full) + list(_PAGE_METHODS) + _condition_tables(arms, vs, tokens, runs, meta)
+    )
     lines += [
         "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison), "
         "`arena_tokens.csv` (per-step rollouts, tokens, refill rounds, skipped prompts, CPU seconds), written by "
@@ -391,6 +404,7 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict) -> list
         ]
     else:
         lines += [f"Record: {seeds} seeds x {steps} steps; conditions {conds}; arms {', '.join(meta['arms'])}.", ""]
+        lines += _sittings(runs, meta)
     lines += [
         f"The record's {len(runs)} runs took {cpu:,.0f} CPU seconds in all (whole processes: start-up, steps and "
         "evaluations).",
@@ -412,6 +426,24 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict) -> list
         "",
     ]
     return lines
+
+
+def _sittings(runs: pd.DataFrame, meta: dict) -> list[str]:
+    """How the record was made: runs recorded of the grid, per condition, and each sitting's host and times."""
+    from pods.analysis.arena_record import condition_counts
+
+    counts = condition_counts(runs, meta)
+    got, of = sum(k for k, _ in counts.values()), sum(n for _, n in counts.values())
+    per = "; ".join(f"{c} {k} of {n}" for c, (k, n) in counts.items())
+    lines = [f"**{got} of {of} runs recorded** ({per}). A condition's table fills once all its runs are recorded."]
+    for i, st in enumerate(meta.get("sittings", []), start=1):
+        wall = f"{st['wall_s']:,.0f} s wall" if st.get("wall_s") else "wall not given"
+        lines.append(
+            f"Sitting {i}: {st.get('runs_added', 0)} runs added ({st.get('cpu_s_of_runs_added', 0):,.0f} CPU s of "
+            f"their processes; {wall}) on {st.get('cpu', 'an unknown CPU')}, {st.get('cores', '?')} cores, "
+            f"torch {st.get('torch', '?')}."
+        )
+    return [" ".join(lines[:1]), "", *[f"- {x}" for x in lines[1:]], ""] if len(lines) > 1 else [lines[0], ""]
 
 
 # The page's fixed part: the arms, conditions and filters, and how the statistics and verdicts are made.
@@ -447,9 +479,14 @@ _PAGE_METHODS = (
 )
 
 
-def _condition_tables(arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, meta: dict) -> list[str]:
+def _condition_tables(
+    arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict
+) -> list[str]:
     """One table per reward condition: each arm's statistics and its differences from GRPO and PODS."""
+    from pods.analysis.arena_record import condition_counts
+
     lines: list[str] = []
+    counts = condition_counts(runs, meta)
     vs_idx = {(r.condition, r.arm, r.reference, r.statistic): r for r in vs.itertuples()}
 
     def cell(cond, arm, ref, stat):
@@ -462,8 +499,13 @@ def _condition_tables(arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame
 
     tok_idx = {(r.condition, r.arm): r for r in tokens.itertuples()}
     for cond in meta["conditions"]:
-        sub = arms[arms.condition == cond]
+        sub = arms[arms.condition == cond] if not arms.empty else arms
         lines += [f"## Condition `{cond}`", ""]
+        if sub.empty:
+            k, n = counts[cond]
+            lines += [f"{k} of {n} runs recorded: the table fills once all are recorded.", ""]
+            continue
+        lines += _condition_verdicts(vs[vs.condition == cond]) + [""]
         lines += [
             "| arm | AUC/B (steps) | vs GRPO | vs PODS | AUC/B (tokens) vs GRPO | AUC/B (CPU s) vs GRPO "
             "| accuracy at B | peak step | tokens/step gen / trained |",
@@ -482,6 +524,22 @@ def _condition_tables(arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame
     return lines
 
 
+_VERDICT_VIEWS = (("auc_step", "per step"), ("auc_tokens", "per token"), ("auc_cpu", "per CPU second"))
+
+
+def _condition_verdicts(vs: pd.DataFrame) -> list[str]:
+    """The condition's verdicts in words, from the table by the stated rule: for each reference and each view
+    (mean accuracy over the step, token and CPU-second budgets), the arms whose interval lies above 0 and below."""
+    lines = []
+    for ref, name in (("grpo", "GRPO"), ("pods", "PODS max-variance")):
+        for stat, view in _VERDICT_VIEWS:
+            sub = vs[(vs.reference == ref) & (vs.statistic == stat)]
+            better = ", ".join(sub[sub.verdict == "better"].arm) or "none"
+            worse = ", ".join(sub[sub.verdict == "worse"].arm) or "none"
+            lines.append(f"- Against {name}, {view}: better {better}; worse {worse}; the rest not resolved.")
+    return lines
+
+
 # ----------------------------------------------------------------------------------------------
 # Command line
 
@@ -495,52 +553,108 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"read a record folder instead of runs (default with --page: {DEFAULT_RECORD})",
     )
-    p.add_argument("--record", default=None, help="write the collected runs as a record folder (tidy CSVs and meta)")
+    p.add_argument(
+        "--record",
+        default=None,
+        help="add the finished runs of --scale to this record folder (a sitting; unfinished runs wait for the next)",
+    )
+    p.add_argument("--wall-s", type=float, default=None, help="the sitting's wall seconds, kept in the record")
+    p.add_argument(
+        "--missing",
+        action="store_true",
+        help=f"print the Snakemake targets of --scale's runs not yet in the record (--from-record, default "
+        f"{DEFAULT_RECORD})",
+    )
     p.add_argument(
         "--out-dir", default=None, help="write arena_*.csv tables here (default with --scale: {root}/tables)"
     )
     p.add_argument("--page", default=None, help="write the page (docs/arena.md) from the tables")
 
 
+def _record_folder(source: str) -> Path:
+    folder = Path(source)
+    if not folder.is_absolute() and not folder.is_dir():  # a repository path, from any directory
+        folder = registry.repo_file(source)
+    return folder
+
+
+def _add_sitting(grid, folder: Path, wall_s: float | None) -> tuple[tuple, dict]:
+    """Collect the grid's finished runs and merge them into the record at ``folder`` (written back)."""
+    from pods.analysis import arena_record
+    from pods.analysis.record import host_info
+
+    new = collect(grid, partial=True)
+    if new[2].empty:
+        raise ArenaInputError(f"{grid.root}/runs holds no finished arena run of scale {grid.scale}; train some first")
+    old = read_record(folder) if (folder / "arena_meta.json").is_file() else None
+    sitting = {**host_info(), "wall_s": wall_s}
+    merged, meta, counts = arena_record.merge_sitting(old, new, grid_meta(grid), sitting)
+    write_record(folder, *merged, meta)
+    print(
+        f"{folder}: {counts['added']} run(s) added, {counts['agreed']} agreed with the record; "
+        f"{meta['recorded_runs']} of {meta['grid_runs']} runs recorded",
+        file=sys.stderr,
+    )
+    return merged, meta
+
+
 def run(args: argparse.Namespace) -> int:
+    from pods.analysis import arena_record
     from pods.arena import ArenaError, load_arena
 
     try:
         full = grid_meta(load_arena("full"))
+        if args.missing:
+            if args.scale is None:
+                raise ArenaInputError("--missing needs --scale NAME (the grid whose runs to list)")
+            folder = _record_folder(args.from_record or DEFAULT_RECORD)
+            record = read_record(folder) if (folder / "arena_meta.json").is_file() else None
+            if record is not None and record[3].get("scale") != args.scale:
+                record = None  # a record of another grid holds none of this one's runs
+            print(" ".join(arena_record.missing(load_arena(args.scale), record)))
+            return 0
         if args.scale is not None and args.from_record is None:
             grid = load_arena(args.scale)
-            curves, steps, runs = collect(grid)
-            meta = grid_meta(grid)
+            if args.record:
+                (curves, steps, runs), meta = _add_sitting(grid, _record_folder(args.record), args.wall_s)
+            else:
+                curves, steps, runs = collect(grid)
+                meta = grid_meta(grid)
             source = f"{grid.root}/runs"
             out_dir = Path(args.out_dir) if args.out_dir else Path(grid.root) / "tables"
         else:
             source = args.from_record or DEFAULT_RECORD
-            folder = Path(source)
-            if not folder.is_absolute() and not folder.is_dir():  # a repository path, from any directory
-                folder = registry.repo_file(source)
-            curves, steps, runs, meta = read_record(folder)
+            curves, steps, runs, meta = read_record(_record_folder(source))
             out_dir = Path(args.out_dir) if args.out_dir else None
-        stats = run_stats(curves, steps, meta["steps"])
-        arms, vs, tokens = arm_table(stats, meta), vs_table(stats, meta), token_table(steps, meta)
+        done = arena_record.complete_conditions(runs, meta)
+        tables = _tables(curves, steps, meta, done)
         written = []
-        if args.record:
-            written += write_record(Path(args.record), curves, steps, runs, meta)
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
-            for name, df in (("arena_curves", curves), ("arena_steps", steps), ("arena_arms", arms),
-                             ("arena_vs", vs), ("arena_tokens", tokens)):  # fmt: skip
+            for name, df in zip(("arena_curves", "arena_steps", "arena_arms", "arena_vs", "arena_tokens"),
+                                (curves, steps, *tables), strict=True):  # fmt: skip
                 df.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.6g")
                 written.append(out_dir / f"{name}.csv")
         if args.page:
-            page = render_page(arms, vs, tokens, runs, meta, source.rstrip("/"), full)
+            page = render_page(*tables, runs, meta, source.rstrip("/"), full)
             Path(args.page).write_text(page, encoding="utf-8")
             written.append(Path(args.page))
-    except (ArenaInputError, ArenaError, OSError) as err:
+    except (ArenaInputError, ArenaError, arena_record.ArenaRecordError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for path in written:
         print(path)
     return 0
+
+
+def _tables(curves: pd.DataFrame, steps: pd.DataFrame, meta: dict, done: list[str]) -> tuple:
+    """(arms, vs, tokens) over the conditions whose runs are all recorded (empty tables when none is)."""
+    curves, steps = curves[curves.condition.isin(done)], steps[steps.condition.isin(done)]
+    if curves.empty:
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    meta_done = {**meta, "conditions": {c: o for c, o in meta["conditions"].items() if c in done}}
+    stats = run_stats(curves, steps, meta["steps"])
+    return arm_table(stats, meta_done), vs_table(stats, meta_done), token_table(steps, meta_done)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "pods analysis arena") -> int:

@@ -45,6 +45,7 @@ __all__ = [
     "check_record",
     "compare_with_record",
     "expected_runs",
+    "host_info",
     "missing_runs",
     "record_sitting",
     "record_status",
@@ -119,7 +120,7 @@ def _read(data: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, dict | 
     )
 
 
-def _host() -> dict:
+def host_info() -> dict:
     cpu = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -280,7 +281,7 @@ def record_sitting(root: str | Path, data: str | Path, wall_s: float, install_s:
     all_curves = new_curves if old_curves is None else pd.concat([old_curves, new_curves], ignore_index=True)
     all_steps = new_steps if old_steps is None else pd.concat([old_steps, new_steps], ignore_index=True)
     meta = {
-        **_host(),
+        **host_info(),
         "sitting": int(steps["sitting"].iloc[0]),
         "wall_s": float(wall_s),
         "install_s": None if install_s is None else float(install_s),
