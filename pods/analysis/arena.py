@@ -3,7 +3,8 @@ per condition, per step and per unit of compute (docs/arena.md).
 
 Run:
     pods analysis arena --scale full                       # collect results/arena/runs -> results/arena/tables
-    pods analysis arena --scale pilot --record benchmarks/results/arena   # ... and keep the tidy record
+    pods analysis arena --scale full --record benchmarks/results/arena    # add a sitting's runs to the record
+    pods analysis arena --scale full --missing             # the runs the record lacks, as Snakemake targets
     pods analysis arena --page docs/arena.md               # the page, from the committed record
 
 Inputs: the run directories of the arena's grid (:func:`pods.arena.load_arena`: ``{root}/runs/{condition}/{arm}/
@@ -415,7 +416,9 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict) -> list
         "snakemake -n arena                         # the full grid: 13 arms x 4 conditions x 8 seeds",
         "snakemake -c2 arena                        # train it, then the tables and one figure per condition",
         "snakemake -c2 arena --config arena=pilot   # the pilot grid of this page",
-        "pods analysis arena --scale pilot --record benchmarks/results/arena   # record the pilot",
+        "# in sittings: train the runs the record lacks (all or some), then add them to the record",
+        "snakemake -c2 $(pods analysis arena --scale full --missing) --config released_logs=none",
+        "pods analysis arena --scale full --record benchmarks/results/arena --wall-s SECONDS",
         "pods analysis arena --page docs/arena.md   # this page, from the record",
         "```",
         "",

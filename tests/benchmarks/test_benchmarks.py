@@ -333,6 +333,34 @@ def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(t
 # ----------------------------------------------------------------------------- bench_job_levers
 
 
+def test_same_bits_ignores_seconds_and_sees_any_other_value(tmp_path):
+    """The levers benchmark's check that two runs computed the same thing: machine-bound seconds may differ,
+    any logged value may not (hand-made logs; the slow test below runs the whole benchmark)."""
+    import json
+
+    from pods.bench import bench_job_levers
+
+    rows = [{"step": s, "reward_mean": 0.25 * s, "loss": 0.1 / s, "time_s": 0.5 * s} for s in (1, 2)]
+    evals = [{"step": 0, "dataset": "arith", "accuracy": 0.2, "eval_time_s": 1.0}]
+    for name in ("old", "new"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp_path / name / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    old, new = tmp_path / "old", tmp_path / "new"
+    assert bench_job_levers.same_bits(old, new)
+    changed = [dict(r) for r in rows]
+    changed[-1]["time_s"] = -1.0
+    (new / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in changed))
+    assert bench_job_levers.same_bits(old, new)
+    changed[-1]["reward_mean"] += 1e-12
+    (new / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in changed))
+    assert not bench_job_levers.same_bits(old, new)
+    (new / "metrics.jsonl").write_text("")
+    (old / "metrics.jsonl").write_text("")
+    assert not bench_job_levers.same_bits(old, new)  # nothing logged is no evidence
+
+
+@pytest.mark.slow
 def test_job_levers_times_both_codes_and_checks_their_bits(tiny_policy_dir, tmp_path, capsys):
     """Old and new code (here the same checkout, and the new one also without the step-0 reuse) train the
     same short run side by side; the CSV has every run's CPU seconds by phase and the ratios, and a pair

@@ -125,7 +125,7 @@ def _finish(overrides, out: Path) -> str:
     return done.stderr
 
 
-def test_sigkill_after_a_checkpoint_then_resume(reference, tmp_path):
+def test_sigkill_after_a_checkpoint_then_resume(reference, tiny_cfg, tmp_path, capfd):
     overrides, ref = reference()
     out, log = tmp_path / "killed", tmp_path / "killed.log"
     rng = random.Random()
@@ -136,29 +136,36 @@ def test_sigkill_after_a_checkpoint_then_resume(reference, tmp_path):
     assert killed, f"the run ended before step {k} could be interrupted:\n{log.read_text()[-2000:]}"
     assert not (out / "summary.json").exists()
     assert _has_checkpoint(out)
-    stderr = _finish(overrides, out)
+    capfd.readouterr()
+    train(tiny_cfg(out, *RUN))  # the resume, in-process: ``pods train`` is ``train`` of the config
+    stderr = capfd.readouterr().err
+    assert "resuming" in stderr
     _assert_same_run(out, ref)
     # the tied lm_head is restored with the embedding it shares; transformers' warning would say it was lost
     assert "There were missing keys" not in stderr
 
 
-def test_a_finished_run_continues_with_a_longer_budget(reference, tmp_path):
+def test_a_finished_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_path, capfd):
     """A finished run given a longer budget continues from its last checkpoint (as docs/reproduce.md says) and
     ends with the curves of one run of the longer budget; the closing off-grid evaluation of the shorter run
-    (its step 3 is not on the grid of 2) is not left behind."""
-    overrides, ref = reference()  # 6 steps, evaluations every 2
+    (its step 3 is not on the grid of 2) is not left behind. In-process: ``pods train`` is ``train`` of the
+    resolved config (the subprocess path is the kill tests')."""
+    _, ref = reference()  # 6 steps, evaluations every 2
     out = tmp_path / "continued"
-    _finish((*overrides, "budget.max_steps=3"), out)
+    train(tiny_cfg(out, *RUN, "budget.max_steps=3"))
     assert (out / "summary.json").exists()
-    stderr = _finish(overrides, out)
+    capfd.readouterr()
+    train(tiny_cfg(out, *RUN))
+    stderr = capfd.readouterr().err
     assert "resuming" in stderr, stderr[-2000:]
     assert "from step 3 (checkpoint-3)" in stderr
     _assert_same_run(out, ref)
     assert json.loads((out / "config.json").read_text())["budget"]["max_steps"] == 6
-    assert "already finished" in _finish(overrides, out)  # the same budget again: nothing to do
+    train(tiny_cfg(out, *RUN))  # the same budget again: nothing to do
+    assert "already finished" in capfd.readouterr().err
 
 
-def test_a_killed_run_continues_with_a_longer_budget(reference, tmp_path):
+def test_a_killed_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_path, capfd):
     """A run killed after a checkpoint, restarted with a longer budget, ends as one run of the longer budget."""
     overrides, ref = reference(("budget.max_steps=8",))
     out, log = tmp_path / "killed", tmp_path / "killed.log"
@@ -166,25 +173,27 @@ def test_a_killed_run_continues_with_a_longer_budget(reference, tmp_path):
     assert _kill_when(_start(short, out, log), out, steps_done=3, seconds=None), log.read_text()[-2000:]
     assert _has_checkpoint(out)
     assert not (out / "summary.json").exists()
-    stderr = _finish(overrides, out)
-    assert "resuming" in stderr
+    capfd.readouterr()
+    train(tiny_cfg(out, *RUN, "budget.max_steps=8"))
+    assert "resuming" in capfd.readouterr().err
     _assert_same_run(out, ref)
 
 
-def test_a_changed_training_key_is_refused_naming_the_key(tiny_overrides, tmp_path):
-    """Another training value (not the budget) in a run directory is refused, naming the key and both values."""
+def test_a_changed_training_key_is_refused_naming_the_key(tiny_overrides, tiny_cfg, tmp_path, capsys):
+    """Another training value (not the budget) in a run directory is refused by ``pods train`` (exit 2),
+    naming the key and both values."""
+    from pods.cli import main
+
     out = tmp_path / "run"
-    _finish((*tiny_overrides, *RUN, "budget.max_steps=2"), out)
-    done = subprocess.run(
-        _cmd((*tiny_overrides, *RUN, "budget.max_steps=4", "rollout.m=2"), out),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert "rollout.m 4 -> 2" in done.stderr, done.stderr[-2000:]
-    assert "rollout.m=4" in done.stderr
+    train(tiny_cfg(out, *RUN, "budget.max_steps=2"))
+    capsys.readouterr()
+    argv = ["train", str(REPO / "experiments" / "tiny_a.yaml"), *one_per_key(*tiny_overrides, *RUN, "budget.max_steps=4",
+                                                              "rollout.m=2", f"out_dir={out}")]  # fmt: skip
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    assert "rollout.m 4 -> 2" in err, err[-2000:]
+    assert "rollout.m=4" in err
 
 
 def test_a_tied_head_is_not_reported_missing_but_an_untied_one_is():
@@ -313,7 +322,11 @@ def test_a_resume_under_another_config_is_refused_even_with_an_edited_config_jso
     assert logs[0].count(b"\n") == 2
     ckpts = sorted(p.name for p in (out / "checkpoints").iterdir())
 
-    argv = ["train", "experiments/tiny_a.yaml", *one_per_key(*tiny_overrides, *short, "rollout.m=4", f"out_dir={out}")]
+    argv = [
+        "train",
+        str(REPO / "experiments" / "tiny_a.yaml"),
+        *one_per_key(*tiny_overrides, *short, "rollout.m=4", f"out_dir={out}"),
+    ]
     monkeypatch.chdir(REPO)
     capsys.readouterr()
     assert cli.main(argv) == 2

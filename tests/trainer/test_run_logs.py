@@ -35,7 +35,7 @@ def _train(overrides, out: Path) -> str:
     return proc.stderr
 
 
-def test_train_logs_a_summary_line_a_resume_line_and_no_trl_deprecation(tiny_overrides, tmp_path):
+def test_train_logs_a_summary_line_a_resume_line_and_no_trl_deprecation(tiny_overrides, tiny_cfg, tmp_path, capfd):
     out = tmp_path / "run"
     err = _train((*tiny_overrides, "checkpoint.every_steps=1"), out)
     # TRL 1.16 reads transformers' deprecated is_gradient_checkpointing at every generation and evaluation
@@ -53,7 +53,11 @@ def test_train_logs_a_summary_line_a_resume_line_and_no_trl_deprecation(tiny_ove
     # killed after the last checkpoint, before the final policy and summary were written: it resumes there
     (out / "summary.json").unlink()
     shutil.rmtree(out / "final")
-    err = _train((*tiny_overrides, "checkpoint.every_steps=1"), out)
+    from pods.run import train  # the same lines in-process (``pods train`` is ``train`` of the config)
+
+    capfd.readouterr()
+    train(tiny_cfg(out, "checkpoint.every_steps=1"))
+    err = capfd.readouterr().err
     assert f"[pods] resuming {out} from step 4 (checkpoint-4)\n" in err
     assert err.strip().splitlines()[-1].startswith("[pods] done: 4/4 steps (stop: max_steps); arith accuracy best ")
 
