@@ -13,6 +13,7 @@ README = (REPO / "README.md").read_text()
 def test_readme_images_are_committed_small_pngs():
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
     assert "docs/img/released_fig_3_main.png" in images
+    assert "docs/img/tiny_fig_3_main.png" in images  # the package's own job, beside the authors'
     for rel in images:
         path = REPO / rel
         assert path.is_file(), f"{rel} is linked from README.md but missing (python scripts/readme_images.py)"
