@@ -351,6 +351,44 @@ def cost_estimate(runs: pd.DataFrame, meta: dict, target: dict) -> dict:
     return {"runs": runs_n, "cpu_s": total, "hours_2_cores": total / 2 / 3600, "hours_4_cores": total / 4 / 3600}
 
 
+def expected_width(tiny_curves: pd.DataFrame, budget: int, seeds: int, draws: int = 2000, rng_seed: int = 0) -> dict:
+    """What the arena's seed count can resolve, from the default job's 64 + 64 seeds of tiny (a): the GRPO and
+    PODS arms of the arena's base condition are those runs read up to ``budget`` steps (same config but the
+    evaluation sets, same curves). Per seed, the mean accuracy over the budget (``auc_step``); then ``draws``
+    random choices of ``seeds`` + ``seeds`` of them (without replacement, generator seeded ``rng_seed``) give
+    the median half-width of the 95% Welch interval of PODS minus GRPO and the share of draws whose interval
+    lies above 0; beside them the difference over all seeds, with its interval."""
+    c = tiny_curves[
+        (tiny_curves.setting == "a")
+        & (tiny_curves.metric == "accuracy")
+        & (tiny_curves.dataset == tiny_curves.primary_dataset)
+        & tiny_curves.role.isin(["baseline", "pods"])
+    ]
+    auc: dict[str, list[float]] = {}
+    for (role, _seed), g in c.groupby(["role", "seed"], sort=True):
+        g = g.drop_duplicates("step").sort_values("step")
+        if g.step.iloc[-1] < budget:
+            raise ArenaInputError(f"the tiny (a) record's runs end before step {budget}; give a shorter budget")
+        auc.setdefault(role, []).append(_area(g.step.to_numpy(float), g.value.to_numpy(float), float(budget))[0])
+    if set(auc) != {"baseline", "pods"}:
+        raise ArenaInputError("the tiny record holds no (a) GRPO and PODS runs; record the default job first")
+    base, pods = np.array(auc["baseline"]), np.array(auc["pods"])
+    if min(len(base), len(pods)) < seeds:
+        raise ArenaInputError(f"the tiny record has {len(base)} + {len(pods)} seeds of (a), fewer than {seeds}")
+    rng = np.random.default_rng(rng_seed)
+    a = np.stack([rng.choice(pods, seeds, replace=False) for _ in range(draws)])
+    b = np.stack([rng.choice(base, seeds, replace=False) for _ in range(draws)])
+    lo, hi = mean_diff_interval(a, b, CI)
+    full = mean_diff_interval(pods, base, CI)
+    return {
+        "seeds_recorded": (len(base), len(pods)),
+        "half_width": float(np.median((hi - lo) / 2)),
+        "share_above_0": float(np.mean(lo > 0)),
+        "difference": float(pods.mean() - base.mean()),
+        "difference_ci": (float(full[0]), float(full[1])),
+    }
+
+
 # ----------------------------------------------------------------------------------------------
 # The page
 
@@ -365,9 +403,8 @@ def render_page(
     arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict, record: str, full: dict
 ) -> str:
     """docs/arena.md from the tables of a record (deterministic: the same record gives the same bytes)."""
-    lines = (
-        _page_intro(runs, meta, record, full) + list(_PAGE_METHODS) + _condition_tables(arms, vs, tokens, runs, meta)
-    )
+    lines = _page_intro(runs, meta, record, full) + list(_PAGE_METHODS) + _choosing(vs, meta)
+    lines += _condition_tables(arms, vs, tokens, runs, meta)
     lines += [
         "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison), "
         "`arena_tokens.csv` (per-step rollouts, tokens, refill rounds, skipped prompts, CPU seconds), written by "
@@ -406,6 +443,7 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict) -> list
     else:
         lines += [f"Record: {seeds} seeds x {steps} steps; conditions {conds}; arms {', '.join(meta['arms'])}.", ""]
         lines += _sittings(runs, meta)
+    lines += _expected_width_lines(meta)
     lines += [
         f"The record's {len(runs)} runs took {cpu:,.0f} CPU seconds in all (whole processes: start-up, steps and "
         "evaluations).",
@@ -429,6 +467,29 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict) -> list
         "",
     ]
     return lines
+
+
+TINY_CURVES = "benchmarks/results/tiny/curves.csv.gz"
+
+
+def _expected_width_lines(meta: dict) -> list[str]:
+    """The width the arena's seed count was expected to give, from the default job's record (:func:`expected_width`)."""
+    path = registry.repo_file(TINY_CURVES)
+    if not path.is_file():
+        return []
+    k = len(meta["seeds"])
+    est = expected_width(pd.read_csv(path), meta["steps"], k)
+    lo, hi = est["difference_ci"]
+    nb, npods = est["seeds_recorded"]
+    return [
+        f"**What {k} seeds can resolve**, from the default job's record (its (a) GRPO and PODS runs are the base "
+        f"condition's `grpo` and `pods` arms, read to step {meta['steps']}; `expected_width`): the 95% interval of a "
+        f"difference in mean accuracy over the step budget has a half-width of about {est['half_width']:.3f} "
+        f"(median over 2,000 draws of {k} + {k} of its {npods} + {nb} seeds). Over all its seeds PODS minus GRPO "
+        f"is {est['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}]; {k} + {k} seeds resolve it (interval above 0) in "
+        f'{est["share_above_0"]:.0%} of draws. Differences much smaller than the half-width read "not resolved".',
+        "",
+    ]
 
 
 def _sittings(runs: pd.DataFrame, meta: dict) -> list[str]:
@@ -524,6 +585,45 @@ def _condition_tables(
                 f"| {r.peak_step:.0f} | {tok} |"
             )
         lines.append("")
+    return lines
+
+
+def _choosing(vs: pd.DataFrame, meta: dict) -> list[str]:
+    """Choosing a rule: per arm, in how many of the recorded conditions it is better / worse than each reference,
+    per step and per token (the verdicts of the condition tables, counted), and the rules never worse than PODS."""
+    lines = ["## Choosing a rule", ""]
+    if vs.empty:
+        return [*lines, "No condition has all its runs recorded yet: nothing to choose from.", ""]
+    conds = list(dict.fromkeys(vs.condition))
+    lines += [
+        f"Counted over the {len(conds)} condition(s) with every run recorded ({', '.join(conds)}): in how many an "
+        "arm is better / worse than the reference, by the verdicts of the tables below (the rest not resolved).",
+        "",
+        "| arm | vs PODS, per step | vs PODS, per token | vs GRPO, per step | vs GRPO, per token |",
+        "|---|---|---|---|---|",
+    ]
+    never_worse, better_somewhere = [], []
+    for arm in meta["arms"]:
+        if arm == "pods":
+            continue
+        cells = []
+        for ref, stat in (("pods", "auc_step"), ("pods", "auc_tokens"), ("grpo", "auc_step"), ("grpo", "auc_tokens")):
+            sub = vs[(vs.arm == arm) & (vs.reference == ref) & (vs.statistic == stat)]
+            better, worse = int((sub.verdict == "better").sum()), int((sub.verdict == "worse").sum())
+            cells.append("reference" if sub.empty else f"{better} / {worse}")
+        lines.append(f"| {arm} | {' | '.join(cells)} |")
+        step = vs[(vs.arm == arm) & (vs.reference == "pods") & (vs.statistic == "auc_step")]
+        if not step.empty and not (step.verdict == "worse").any():
+            never_worse.append(arm)
+        if (step.verdict == "better").any():
+            better_somewhere.append(arm)
+    lines += [
+        "",
+        f"Never worse than PODS per step in a recorded condition: {', '.join(never_worse) or 'none'}. Better than "
+        f'PODS per step in at least one: {", ".join(better_somewhere) or "none"}. "Not resolved" is not "equal": '
+        "see the interval sizes stated above.",
+        "",
+    ]
     return lines
 
 

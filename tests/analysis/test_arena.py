@@ -166,3 +166,32 @@ def test_snakemake_dry_run_of_arena_lists_the_grid(tmp_path):
     assert int(counts["arena_train"]) == len(grid.runs())
     assert int(counts["arena_figure"]) == len(grid.conditions)
     assert "results/arena/runs/partial/pods_greso/seed~7/summary.json" in res.stdout + res.stderr
+
+
+# ----------------------------------------------------------------------------- what the seed count can resolve
+
+
+def test_expected_width_shrinks_with_seeds_and_reads_the_default_job_s_record():
+    tiny = pd.read_csv(REPO / "benchmarks" / "results" / "tiny" / "curves.csv.gz")
+    few, many = A.expected_width(tiny, 250, 4, draws=300), A.expected_width(tiny, 250, 16, draws=300)
+    assert few["seeds_recorded"] == (64, 64)
+    assert few["difference"] == many["difference"]  # all seeds: the same difference whatever the draw size
+    assert few["difference_ci"][0] < few["difference"] < few["difference_ci"][1]
+    assert many["half_width"] < few["half_width"]
+    assert many["share_above_0"] >= few["share_above_0"]
+    with pytest.raises(A.ArenaInputError, match="end before step"):
+        A.expected_width(tiny, 10_000, 8, draws=10)
+    with pytest.raises(A.ArenaInputError, match="fewer than"):
+        A.expected_width(tiny, 250, 65, draws=10)
+
+
+def test_choosing_counts_the_verdicts_of_the_condition_tables():
+    curves, steps, meta = _toy(0.2)
+    vs = A.vs_table(A.run_stats(curves, steps, 20), meta)
+    text = "\n".join(A._choosing(vs, meta))
+    assert "| x | 1 / 0 | 1 / 0 | 1 / 0 | 1 / 0 |" in text
+    assert "Better than PODS per step in at least one: x." in text
+    curves, steps, meta = _toy(-0.2)
+    text = "\n".join(A._choosing(A.vs_table(A.run_stats(curves, steps, 20), meta), meta))
+    assert "| x | 0 / 1 |" in text
+    assert "Never worse than PODS per step in a recorded condition: grpo." in text
