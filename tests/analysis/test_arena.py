@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from pods.analysis import arena as A
+from pods.analysis import arena_page
 from pods.arena import ArenaError, load_arena
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,10 +189,10 @@ def test_expected_width_shrinks_with_seeds_and_reads_the_default_job_s_record():
 def test_choosing_counts_the_verdicts_of_the_condition_tables():
     curves, steps, meta = _toy(0.2)
     vs = A.vs_table(A.run_stats(curves, steps, 20), meta)
-    text = "\n".join(A._choosing(vs, meta))
+    text = "\n".join(arena_page.choosing(vs, meta))
     assert "| x | 1 / 0 | 1 / 0 | 1 / 0 | 1 / 0 |" in text
     assert "Better than PODS per step in at least one: x." in text
     curves, steps, meta = _toy(-0.2)
-    text = "\n".join(A._choosing(A.vs_table(A.run_stats(curves, steps, 20), meta), meta))
+    text = "\n".join(arena_page.choosing(A.vs_table(A.run_stats(curves, steps, 20), meta), meta))
     assert "| x | 0 / 1 |" in text
     assert "Never worse than PODS per step in a recorded condition: grpo." in text
