@@ -10,6 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pods.analysis import arena as A
@@ -129,3 +130,24 @@ def test_a_record_of_another_grid_is_refused(pilot, tmp_path, capsys):
     (rec / "arena_meta.json").write_text(json.dumps({**meta, "steps": meta["steps"] + 1}))
     assert A.main(["--scale", "pilot", "--record", str(rec)]) == 2
     assert "record it in another folder" in capsys.readouterr().err
+
+
+def test_the_recorded_arena_s_references_are_the_default_job_s_runs():
+    """The base condition's `grpo` and `pods` arms train what the default job's (a) trains (the arena only
+    evaluates fewer sets and stops at its budget), so their curves are the default job's up to that budget:
+    the ground of the page's expected width, and a check of both records."""
+    curves, _, runs, meta = A.read_record(REPO / "benchmarks" / "results" / "arena")
+    if "base" not in R.complete_conditions(runs, meta):
+        pytest.skip("the committed arena record has no complete base condition")
+    tiny = pd.read_csv(REPO / "benchmarks" / "results" / "tiny" / "curves.csv.gz")
+    tiny = tiny[(tiny.setting == "a") & (tiny.metric == "accuracy") & (tiny.dataset == tiny.primary_dataset)]
+    compared = 0
+    for arm, role in (("grpo", "baseline"), ("pods", "pods")):
+        for seed in meta["seeds"]:
+            ours = curves[(curves.condition == "base") & (curves.arm == arm) & (curves.seed == seed)]
+            theirs = tiny[(tiny.role == role) & (tiny.seed == seed) & (tiny.step <= meta["steps"])]
+            theirs = theirs.drop_duplicates("step").sort_values("step")
+            assert ours.sort_values("step").step.tolist() == theirs.step.tolist()
+            assert ours.sort_values("step").accuracy.round(6).tolist() == theirs.value.round(6).tolist(), (arm, seed)
+            compared += 1
+    assert compared == 2 * len(meta["seeds"])
