@@ -165,6 +165,7 @@ def test_a_finished_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_
     assert "already finished" in capfd.readouterr().err
 
 
+@pytest.mark.slow  # kill + resume and a longer budget are each in the fast tier; their combination here
 def test_a_killed_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_path, capfd):
     """A run killed after a checkpoint, restarted with a longer budget, ends as one run of the longer budget."""
     overrides, ref = reference(("budget.max_steps=8",))

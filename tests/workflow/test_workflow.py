@@ -472,6 +472,14 @@ def test_released_target_reproduces_table_3(workdir):
 
     table = pd.read_csv(workdir / target, dtype={"setting": str}).set_index("setting")
     assert table["speedup"].to_dict() == {"a": 2.0, "b": 3.0, "c": 2.0, "e": 1.7, "f": 1.7}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not RELEASED.is_dir(), reason=f"{RELEASED} (the authors' released logs) is not here")
+def test_the_report_of_a_partial_released_run_holds_what_exists(workdir):
+    target = "results/released/time_to_peak.csv"
+    res = snakemake(workdir, "-c1", target, "--config", f"released_logs={RELEASED}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     # After this partial run (no training, no figure yet), the default report works: it holds what
     # exists, the table with its caption. One released figure later, that figure too.
     res = snakemake(workdir, "--report", "partial.html", "--config", f"released_logs={RELEASED}")
