@@ -9,7 +9,7 @@ Run:
 
 Inputs: the run directories of the arena's grid (:func:`pods.arena.load_arena`: ``{root}/runs/{condition}/{arm}/
 seed~{seed}``), or a record folder holding what :func:`collect` makes of them: ``arena_curves.csv`` (condition,
-arm, seed, step, accuracy on the primary test set), ``arena_steps.csv`` (per step: rollouts and completion
+arm, seed, step, accuracy on the primary test set), ``arena_steps.csv.gz`` (per step: rollouts and completion
 tokens generated and trained on, refill rounds, skipped prompts, CPU seconds) and ``arena_runs.csv`` (per run:
 CPU seconds of its steps, evaluations and start-up), with ``arena_meta.json`` (scale, seeds, steps, conditions,
 arms).
@@ -156,26 +156,31 @@ def grid_meta(grid) -> dict:
     }
 
 
+RECORD_FILES = ("arena_curves.csv", "arena_steps.csv.gz", "arena_runs.csv", "arena_meta.json")
+"""A record folder: curves and runs as CSV; the per-step table gzipped (mtime 0: the same bytes for the same
+rows), since 416 runs x 250 steps are several MB of text."""
+
+
 def write_record(out: Path, curves: pd.DataFrame, steps: pd.DataFrame, runs: pd.DataFrame, meta: dict) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, df in (("arena_curves", curves), ("arena_steps", steps), ("arena_runs", runs)):
-        paths.append(out / f"{name}.csv")
-        df.to_csv(paths[-1], index=False, float_format=FLOAT_FORMAT)
-    paths.append(out / "arena_meta.json")
+    for name, df in zip(RECORD_FILES[:3], (curves, steps, runs), strict=True):
+        paths.append(out / name)
+        gz = {"method": "gzip", "mtime": 0} if name.endswith(".gz") else None
+        df.to_csv(paths[-1], index=False, float_format=FLOAT_FORMAT, compression=gz)
+    paths.append(out / RECORD_FILES[3])
     paths[-1].write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")  # arms and conditions in grid order
     return paths
 
 
 def read_record(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
-    names = ("arena_curves.csv", "arena_steps.csv", "arena_runs.csv", "arena_meta.json")
-    for name in names:
+    for name in RECORD_FILES:
         if not (folder / name).is_file():
             raise ArenaInputError(
                 f"{folder / name} is missing; make the record with pods analysis arena --scale NAME --record {folder}"
             )
-    read = [pd.read_csv(folder / n) for n in names[:3]]
-    return (*read, json.loads((folder / names[3]).read_text(encoding="utf-8")))
+    read = [pd.read_csv(folder / n) for n in RECORD_FILES[:3]]
+    return (*read, json.loads((folder / RECORD_FILES[3]).read_text(encoding="utf-8")))
 
 
 # ----------------------------------------------------------------------------------------------
