@@ -495,7 +495,7 @@ def run(args: argparse.Namespace) -> int:
             tiny = registry.repo_file(TINY_CURVES)
             width = expected_width(pd.read_csv(tiny), meta["steps"], len(meta["seeds"])) if tiny.is_file() else None
             cost = cost_estimate(runs, meta, full)
-            page = render_page(tables, runs, meta, source.rstrip("/"), full, cost, width)
+            page = render_page(tables, runs, meta, source.rstrip("/"), full, cost, width, same_as_pods(curves, done))
             Path(args.page).write_text(page, encoding="utf-8")
             written.append(Path(args.page))
     except (ArenaInputError, ArenaError, arena_record.ArenaRecordError, OSError) as err:
@@ -504,6 +504,20 @@ def run(args: argparse.Namespace) -> int:
     for path in written:
         print(path)
     return 0
+
+
+def same_as_pods(curves: pd.DataFrame, conditions: list[str]) -> dict[str, list[str]]:
+    """Per condition, the arms (not PODS) whose accuracy curve equals PODS's at every evaluation of every seed."""
+    out = {}
+    for cond in conditions:
+        c = curves[curves.condition == cond].sort_values(["arm", "seed", "step"])
+        ref = c[c.arm == "pods"][["seed", "step", "accuracy"]].reset_index(drop=True)
+        out[cond] = [
+            arm
+            for arm, g in c.groupby("arm", sort=False)
+            if arm != "pods" and not ref.empty and g[["seed", "step", "accuracy"]].reset_index(drop=True).equals(ref)
+        ]
+    return out
 
 
 def _tables(curves: pd.DataFrame, steps: pd.DataFrame, meta: dict, done: list[str]) -> tuple:

@@ -22,16 +22,18 @@ def _ci(mean: float, lo: float, hi: float, digits: int = 3) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def render_page(tables: tuple, runs: pd.DataFrame, meta: dict, record: str, full: dict, cost: dict, width) -> str:
+def render_page(
+    tables: tuple, runs: pd.DataFrame, meta: dict, record: str, full: dict, cost: dict, width, same: dict | None = None
+) -> str:
     """docs/arena.md from the tables of a record (deterministic: the same record gives the same bytes).
 
     ``tables``: (arms, vs, tokens) of :mod:`pods.analysis.arena`; ``cost``: its ``cost_estimate`` of the full
     grid; ``width``: its ``expected_width`` at the record's seeds and budget (None without the default job's
-    record)."""
+    record); ``same``: per condition, the arms whose curves equal PODS's on every seed (``same_as_pods``)."""
     arms, vs, tokens = tables
     lines = _page_intro(runs, meta, record, full, cost, width)
     lines += list(_PAGE_METHODS) + choosing(vs, meta)
-    lines += _condition_tables(arms, vs, tokens, runs, meta)
+    lines += _condition_tables(arms, vs, tokens, runs, meta, same or {})
     lines += [
         "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison), "
         "`arena_tokens.csv` (per-step rollouts, tokens, refill rounds, skipped prompts, CPU seconds), written by "
@@ -164,7 +166,7 @@ _PAGE_METHODS = (
 
 
 def _condition_tables(
-    arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict
+    arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict, same: dict
 ) -> list[str]:
     """One table per reward condition: each arm's statistics and its differences from GRPO and PODS."""
 
@@ -188,7 +190,13 @@ def _condition_tables(
             k, n = counts[cond]
             lines += [f"{k} of {n} runs recorded: the table fills once all are recorded.", ""]
             continue
-        lines += _condition_verdicts(vs[vs.condition == cond]) + [""]
+        lines += _condition_verdicts(vs[vs.condition == cond])
+        if same.get(cond):
+            lines.append(
+                f"- The same accuracy curves as PODS on every seed (their filter or skip changed no update here: the "
+                f"groups it drops carry zero advantage, or it never fired): {', '.join(same[cond])}."
+            )
+        lines.append("")
         lines += [
             "| arm | AUC/B (steps) | vs GRPO | vs PODS | AUC/B (tokens) vs GRPO | AUC/B (CPU s) vs GRPO "
             "| accuracy at B | peak step | tokens/step gen / trained |",

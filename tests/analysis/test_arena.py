@@ -196,3 +196,12 @@ def test_choosing_counts_the_verdicts_of_the_condition_tables():
     text = "\n".join(arena_page.choosing(A.vs_table(A.run_stats(curves, steps, 20), meta), meta))
     assert "| x | 0 / 1 |" in text
     assert "Never worse than PODS per step in a recorded condition: grpo." in text
+
+
+def test_same_as_pods_lists_the_arms_whose_curves_are_pods_s():
+    curves, _, _ = _toy(0.2)  # arm x is lifted; grpo and pods share the toy's curves
+    copy = curves[curves.arm == "pods"].assign(arm="twin")
+    curves = pd.concat([curves, copy], ignore_index=True)
+    assert A.same_as_pods(curves, ["base"]) == {"base": ["grpo", "twin"]}  # grpo equals pods in the toy too
+    curves.loc[(curves.arm == "twin") & (curves.step == 20) & (curves.seed == 2), "accuracy"] += 0.0025
+    assert A.same_as_pods(curves, ["base"]) == {"base": ["grpo"]}
