@@ -233,3 +233,25 @@ def analysis_helpers():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# Logged values that measure the machine (seconds, memory), not what a run computed: left out when two runs are
+# compared row for row.
+TIMING_KEYS = frozenset(
+    {
+        "time_s",
+        "gen_time_s",
+        "update_time_s",
+        "reward_time_s",
+        "step_time_s",
+        "peak_mem_mb",
+        "eval_time_s",
+        "cpu_time_s",
+        "step_cpu_s",
+    }
+)
+
+
+def strip_timing(rows: list[dict]) -> list[dict]:
+    """Log rows without their machine-bound values (:data:`TIMING_KEYS`)."""
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]

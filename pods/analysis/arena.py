@@ -112,10 +112,7 @@ def collect(grid, partial: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd
             continue
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
         ident = {"condition": run.condition, "arm": run.arm, "seed": run.seed}
-        if expected is not None:
-            ident_print = {"config_sha256": check_fingerprint(d, run.folder, expected)}
-        else:
-            ident_print = {}
+        checked = {"config_sha256": check_fingerprint(d, run.folder, expected)} if expected is not None else {}
         primary = None
         for row in read_jsonl(d / "eval.jsonl"):
             primary = primary or row["dataset"]
@@ -133,7 +130,7 @@ def collect(grid, partial: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd
                 "startup_cpu_s": summary.get("startup_cpu_s"),
                 "process_cpu_s": summary.get("cpu_s_last_session"),
                 "wall_s": summary.get("wall_s_last_session"),
-                **ident_print,
+                **checked,
             }
         )
     if missing and not partial:

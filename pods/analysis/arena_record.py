@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -51,20 +50,15 @@ def expected_fingerprints(grid) -> dict[str, str]:
     return out
 
 
-def run_fingerprint(run_dir: Path) -> str:
-    from pods.config import ConfigError, from_dict
-    from pods.config.fingerprint import config_fingerprint
+def check_fingerprint(run_dir: Path, folder: str, expected: dict[str, str]) -> str:
+    """The run's fingerprint, refused unless it is the one the grid expects for ``folder``."""
+    from pods.config import ConfigError
+    from pods.config.fingerprint import run_fingerprint
 
     try:
-        raw = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-        raw.pop("meta", None)
-        return config_fingerprint(from_dict(raw))[1]
+        digest = run_fingerprint(run_dir)
     except (OSError, ValueError, ConfigError, TypeError) as err:
         raise ArenaRecordError(f"{run_dir / 'config.json'}: cannot be read as a run's config ({err})") from None
-
-
-def check_fingerprint(run_dir: Path, folder: str, expected: dict[str, str]) -> str:
-    digest = run_fingerprint(run_dir)
     if digest != expected[folder]:
         raise ArenaRecordError(
             f"{run_dir}: trained under another config than the arena's run {folder} (fingerprint {digest[:12]} vs "

@@ -161,16 +161,14 @@ def _finished_dirs(root: Path, expected: dict[str, ExpectedRun]) -> tuple[list[P
 
 
 def _check_fingerprints(run_dirs: list[Path], root: Path, expected: dict[str, ExpectedRun]) -> dict[str, str]:
-    from pods.config import ConfigError, from_dict
-    from pods.config.fingerprint import config_fingerprint
+    from pods.config import ConfigError
+    from pods.config.fingerprint import run_fingerprint
 
     out = {}
     for d in run_dirs:
         key = "/".join(d.relative_to(root / "runs").parts)
         try:
-            raw = json.loads((d / "config.json").read_text(encoding="utf-8"))
-            raw.pop("meta", None)
-            digest = config_fingerprint(from_dict(raw))[1]
+            digest = run_fingerprint(d)
         except (OSError, ValueError, ConfigError, TypeError) as err:
             raise AnalysisInputError(f"{d / 'config.json'}: cannot be read as a run's config ({err})") from None
         if digest != expected[key].fingerprint:

@@ -24,7 +24,14 @@ import math
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["FINGERPRINT_EXCLUDED", "FINGERPRINT_OMIT_AT_DEFAULT", "config_digest", "config_fingerprint", "flat_config"]
+__all__ = [
+    "FINGERPRINT_EXCLUDED",
+    "FINGERPRINT_OMIT_AT_DEFAULT",
+    "config_digest",
+    "config_fingerprint",
+    "flat_config",
+    "run_fingerprint",
+]
 
 FINGERPRINT_EXCLUDED = ("out_dir", "budget.max_time_s", "budget.max_steps", "checkpoint.every_steps")
 FINGERPRINT_OMIT_AT_DEFAULT = (
@@ -83,3 +90,17 @@ def config_fingerprint(cfg: Any) -> tuple[dict[str, Any], str]:
     defaults = _schema_defaults()
     flat = {k: v for k, v in flat.items() if not (k in FINGERPRINT_OMIT_AT_DEFAULT and v == defaults.get(k))}
     return flat, config_digest(flat)
+
+
+def run_fingerprint(run_dir: PurePath | str) -> str:
+    """The fingerprint of the config a finished run directory's ``config.json`` holds (its ``meta`` left out).
+
+    Raises ``ValueError`` (or ``OSError``, ``ConfigError``, ``TypeError``) on an unreadable or invalid file; the
+    records that check their runs with it turn that into their own one-line error."""
+    from pathlib import Path
+
+    from pods.config import from_dict
+
+    raw = json.loads((Path(run_dir) / "config.json").read_text(encoding="utf-8"))
+    raw.pop("meta", None)
+    return config_fingerprint(from_dict(raw))[1]

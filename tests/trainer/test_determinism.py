@@ -5,27 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import strip_timing
 
 from pods.run import train
 from pods.runlog import read_jsonl
 
-TIMING = {
-    "time_s",
-    "gen_time_s",
-    "update_time_s",
-    "reward_time_s",
-    "step_time_s",
-    "peak_mem_mb",
-    "eval_time_s",
-    "cpu_time_s",
-    "step_cpu_s",
-}
 REPO = Path(__file__).resolve().parents[2]
 RUN = ("budget.max_steps=3", "eval.every_steps=3", "eval.max_examples=3", "checkpoint.every_steps=10")
-
-
-def _strip(rows):
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
 
 
 def test_same_seed_same_metrics_other_seed_differs(tiny_cfg, tmp_path):
@@ -33,12 +19,12 @@ def test_same_seed_same_metrics_other_seed_differs(tiny_cfg, tmp_path):
     b = train(tiny_cfg(tmp_path / "b", *RUN))
     ma, mb = read_jsonl(a / "metrics.jsonl"), read_jsonl(b / "metrics.jsonl")
     assert len(ma) == 3
-    assert _strip(ma) == _strip(mb)
-    assert _strip(read_jsonl(a / "eval.jsonl")) == _strip(read_jsonl(b / "eval.jsonl"))
+    assert strip_timing(ma) == strip_timing(mb)
+    assert strip_timing(read_jsonl(a / "eval.jsonl")) == strip_timing(read_jsonl(b / "eval.jsonl"))
     # the comparison is sharp enough to see a different seed (different prompts and rollouts)
     c = train(tiny_cfg(tmp_path / "c", *RUN, "seed=1", "budget.max_steps=1"))
     mc = read_jsonl(c / "metrics.jsonl")
-    assert _strip(mc)[0] != _strip(ma)[0]
+    assert strip_timing(mc)[0] != strip_timing(ma)[0]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -109,10 +95,10 @@ def test_tiny_scale_arm_is_deterministic(tiny_policy_dir, tmp_path):
     ma, mb = read_jsonl(a / "metrics.jsonl"), read_jsonl(b / "metrics.jsonl")
     assert [r["step"] for r in ma] == [1, 2, 3, 4]
     assert [r["reward_mean"] for r in ma] == [r["reward_mean"] for r in mb]
-    assert _strip(ma) == _strip(mb)
+    assert strip_timing(ma) == strip_timing(mb)
     ea, eb = read_jsonl(a / "eval.jsonl"), read_jsonl(b / "eval.jsonl")
     assert sorted({r["step"] for r in ea}) == list(range(0, 5, shrunk["eval.every_steps"]))
-    assert _strip(ea) == _strip(eb)
+    assert strip_timing(ea) == strip_timing(eb)
     import json
 
     summary = json.loads((a / "summary.json").read_text())
@@ -133,8 +119,8 @@ def test_other_sets_on_a_coarser_grid_change_nothing_else(tiny_cfg, tmp_path):
            "eval.datasets=[arith,arith_heldout]")  # fmt: skip
     every = train(tiny_cfg(tmp_path / "every", *run))
     coarse = train(tiny_cfg(tmp_path / "coarse", *run, "eval.others_every=2"))
-    assert _strip(read_jsonl(every / "metrics.jsonl")) == _strip(read_jsonl(coarse / "metrics.jsonl"))
-    e_rows, c_rows = _strip(read_jsonl(every / "eval.jsonl")), _strip(read_jsonl(coarse / "eval.jsonl"))
+    assert strip_timing(read_jsonl(every / "metrics.jsonl")) == strip_timing(read_jsonl(coarse / "metrics.jsonl"))
+    e_rows, c_rows = strip_timing(read_jsonl(every / "eval.jsonl")), strip_timing(read_jsonl(coarse / "eval.jsonl"))
     steps = {ds: [r["step"] for r in c_rows if r["dataset"] == ds] for ds in ("arith", "arith_heldout")}
     assert steps == {"arith": [0, 1, 2, 3, 4, 5], "arith_heldout": [0, 2, 4, 5]}
     assert c_rows == [r for r in e_rows if r["dataset"] == "arith" or r["step"] in (0, 2, 4, 5)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import strip_timing
 
 from pods import fastgen
 from pods.run import train
@@ -275,19 +276,6 @@ def test_models_it_does_not_cover_are_refused():
     assert "rope" in fastgen.unsupported_reason(model)
 
 
-TIMING = {
-    "time_s",
-    "gen_time_s",
-    "update_time_s",
-    "reward_time_s",
-    "step_time_s",
-    "peak_mem_mb",
-    "eval_time_s",
-    "cpu_time_s",
-    "step_cpu_s",
-}
-
-
 def test_training_with_fast_decode_is_identical_to_generate(tiny_cfg, tmp_path):
     """GRPO-GA geometry (4 seeded groups per step, one batched fastgen call): the same rewards, selections,
     losses and evaluations as transformers' generate, step by step."""
@@ -299,5 +287,5 @@ def test_training_with_fast_decode_is_identical_to_generate(tiny_cfg, tmp_path):
         ra, rb = read_jsonl(a / name), read_jsonl(b / name)
         assert ra
         assert len(ra) == len(rb)
-        strip = [[{k: v for k, v in r.items() if k not in TIMING} for r in rows] for rows in (ra, rb)]
+        strip = [strip_timing(rows) for rows in (ra, rb)]
         assert strip[0] == strip[1], name

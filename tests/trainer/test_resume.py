@@ -21,23 +21,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import one_per_key
+from conftest import one_per_key, strip_timing
 
 from pods.run import train
 from pods.runlog import STATE_FILE, read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
-TIMING = {
-    "time_s",
-    "gen_time_s",
-    "update_time_s",
-    "reward_time_s",
-    "step_time_s",
-    "peak_mem_mb",
-    "eval_time_s",
-    "cpu_time_s",
-    "step_cpu_s",
-}
 RUN = ("budget.max_steps=6", "checkpoint.every_steps=1", "eval.every_steps=2", "eval.max_examples=2")
 
 
@@ -61,18 +50,14 @@ def _has_checkpoint(out: Path) -> bool:
     return any((d / STATE_FILE).exists() for d in (out / "checkpoints").glob("checkpoint-*"))
 
 
-def _strip(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
-
-
 def _assert_same_run(out: Path, ref: Path) -> None:
     assert (out / "summary.json").exists()
     m, m_ref = read_jsonl(out / "metrics.jsonl"), read_jsonl(ref / "metrics.jsonl")  # strict: every line parses
     e, e_ref = read_jsonl(out / "eval.jsonl"), read_jsonl(ref / "eval.jsonl")
     assert [r["step"] for r in m] == [r["step"] for r in m_ref], "steps differ (missing or duplicated lines)"
     assert [(r["step"], r["dataset"]) for r in e] == [(r["step"], r["dataset"]) for r in e_ref]
-    assert _strip(m) == _strip(m_ref), "per-step rewards/losses differ from the uninterrupted run"
-    assert _strip(e) == _strip(e_ref)
+    assert strip_timing(m) == strip_timing(m_ref), "per-step rewards/losses differ from the uninterrupted run"
+    assert strip_timing(e) == strip_timing(e_ref)
     times = [r["time_s"] for r in m]
     assert times == sorted(times)
 

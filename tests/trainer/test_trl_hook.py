@@ -206,31 +206,24 @@ def test_trl_loss_equals_pods_reference(make_trainer, batch_inputs, aggregation,
         logp_B_T, _, _ = trainer._get_per_token_logps_and_entropies(
             model, ids, torch.cat([batch["prompt_mask"], mask], 1), T
         )
-    loss_ref, stats = policy_loss(
-        logp_B_T,
-        batch["old_per_token_logps"],
-        batch["advantages"],
-        mask,
-        epsilon=0.2,
-        epsilon_high=0.28,
-        beta=0.04,
-        ref_logp_B_T=batch["ref_per_token_logps"],
-        aggregation=aggregation,
-    )
+
+    def reference(agg: str):
+        return policy_loss(
+            logp_B_T,
+            batch["old_per_token_logps"],
+            batch["advantages"],
+            mask,
+            epsilon=0.2,
+            epsilon_high=0.28,
+            beta=0.04,
+            ref_logp_B_T=batch["ref_per_token_logps"],
+            aggregation=agg,
+        )
+
+    loss_ref, stats = reference(aggregation)
     assert stats["clip_frac"] > 0  # clipping is exercised
     assert float(loss_trl.detach()) == pytest.approx(float(loss_ref), abs=1e-6, rel=1e-6)
-    other = "token" if aggregation == "sequence" else "sequence"
-    loss_other, _ = policy_loss(
-        logp_B_T,
-        batch["old_per_token_logps"],
-        batch["advantages"],
-        mask,
-        epsilon=0.2,
-        epsilon_high=0.28,
-        beta=0.04,
-        ref_logp_B_T=batch["ref_per_token_logps"],
-        aggregation=other,
-    )
+    loss_other, _ = reference("token" if aggregation == "sequence" else "sequence")
     assert abs(float(loss_other) - float(loss_trl.detach())) > 1e-5  # the aggregation really matters on this batch
 
 
