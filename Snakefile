@@ -5,7 +5,7 @@
 #   snakemake -c1 results/released/time_to_peak.csv --config released_logs=DIR
 #
 # Runs are declared once in config/runs.tsv (arms; `role` marks each setting's main comparison),
-# settings once in pods/registry.py (SETTINGS: experiment YAML per scale, metric, titles, ...);
+# settings once in pods_repro/registry.py (SETTINGS: experiment YAML per scale, metric, titles, ...);
 # config/config.yaml holds the workflow knobs of each scale: seeds, budgets, resources.
 # How to run a single experiment, use a cluster, and build the report: docs/reproduce.md.
 import os
@@ -18,7 +18,7 @@ min_version("9.0")
 
 # The workflow keeps its built tiny models inside the project (resources/models, gitignored) unless
 # $PODS_CACHE says otherwise; its jobs inherit the variable, so the build rule's output and the
-# runs' model loading (pods.models.cache_root) name the same folder.
+# runs' model loading (pods_repro.models.cache_root) name the same folder.
 os.environ.setdefault("PODS_CACHE", os.path.join(workflow.basedir, "resources", "models"))
 
 
@@ -27,10 +27,10 @@ envvars:
     "PODS_CACHE",
 
 
-# Rules run `python -m pods ...`: make that the interpreter Snakemake itself runs under (the project's
+# Rules run `python -m pods_repro ...`: make that the interpreter Snakemake itself runs under (the project's
 # .venv when started as .venv/bin/snakemake), whether or not the environment was activated.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-# rules/common.smk imports pods.registry (settings, run names, the sheet parser) from this checkout.
+# rules/common.smk imports pods_repro.registry (settings, run names, the sheet parser) from this checkout.
 sys.path.insert(0, workflow.basedir)
 
 

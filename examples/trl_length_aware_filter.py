@@ -13,7 +13,7 @@ Run (the tiny model is built into $PODS_CACHE on first use, a few minutes once):
     python examples/trl_length_aware_filter.py --max_steps 8 --report_to tensorboard
 
 Every ``PODSConfig``/``GRPOConfig`` field works as a ``--flag`` (``TrlParser``); ``--model`` takes any
-``pods.models`` spec or model directory.
+``pods_repro.models`` spec or model directory.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models on a shared CPU: one thread is fastest
 
-import pods  # noqa: E402  (first: pins torch's CPU kernels as `pods train` does, so both use one cached model)
+import pods  # noqa: E402
+import pods_repro  # noqa: E402, F401  (first: pins torch's CPU kernels as `pods train` does, so both use one cached model)
 from pods import PODSConfig, PODSGRPOTrainer  # noqa: E402
 
 RECIPE = dict(
@@ -54,7 +55,7 @@ RECIPE = dict(
 
 @dataclass
 class ExampleArguments:
-    model: str = field(default="tiny:llama-arith", metadata={"help": "pods.models spec or model directory."})
+    model: str = field(default="tiny:llama-arith", metadata={"help": "pods_repro.models spec or model directory."})
     num_prompts: int = field(default=64, metadata={"help": "Training prompts: the first N of the arith train set."})
 
 
@@ -62,10 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     from transformers.trainer_callback import PrinterCallback
     from trl import TrlParser
 
-    from pods.data import load_task
-    from pods.models import load_policy
-    from pods.rewards import trl_reward_funcs
-    from pods.trainer import records_to_dataset
+    from pods_repro.data import load_task
+    from pods_repro.models import load_policy
+    from pods_repro.rewards import trl_reward_funcs
+    from pods_repro.trainer import records_to_dataset
 
     parser = TrlParser((ExampleArguments, PODSConfig))
     parser.set_defaults(**RECIPE)

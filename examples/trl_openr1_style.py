@@ -17,7 +17,7 @@ Run (about a minute on a CPU; the tiny model is built into $PODS_CACHE on first 
     python examples/trl_openr1_style.py --pods_m 2 --report_to tensorboard --num_prompts 64
     python examples/trl_openr1_style.py --config my_recipe.yaml      # an open-r1-style YAML recipe
 
-The model is the project-built tiny Llama (``pods.models.ensure_tiny("llama-arith")``) and the data a
+The model is the project-built tiny Llama (``pods_repro.models.ensure_tiny("llama-arith")``) and the data a
 slice of the synthetic ``arith`` training set; swap in your own model, dataset and reward functions.
 """
 
@@ -30,9 +30,13 @@ from dataclasses import dataclass, field
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models on a shared CPU: one thread is fastest
 
+# isort: off
+import pods_repro  # noqa: E402, F401  (first: pins torch's CPU kernels as `pods train` does, so both use one cached model)
+
+# isort: on
 from trl import TrlParser  # noqa: E402
 
-from pods.trainer import PODSConfig, PODSGRPOTrainer  # noqa: E402
+from pods import PODSConfig, PODSGRPOTrainer  # noqa: E402
 
 # open-r1 recipe style (recipes/*/grpo/config_demo.yaml), shrunk so that it runs in a CPU minute.
 RECIPE = dict(
@@ -65,10 +69,10 @@ class ExampleArguments:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pods.data import load_task
-    from pods.models import ensure_tiny, load_policy
-    from pods.rewards import trl_reward_funcs
-    from pods.trainer import records_to_dataset
+    from pods_repro.data import load_task
+    from pods_repro.models import ensure_tiny, load_policy
+    from pods_repro.rewards import trl_reward_funcs
+    from pods_repro.trainer import records_to_dataset
 
     parser = TrlParser((ExampleArguments, PODSConfig))
     parser.set_defaults(**RECIPE)

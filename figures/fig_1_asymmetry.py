@@ -1,6 +1,6 @@
 """Fig. 1: the asymmetry behind PODS. Top: wall-clock per step, split into generation and policy
 update, vs rollouts per device (x where the update ran out of memory). Bottom: generation time per
-token vs rollouts. Input: the benchmark CSV (`pods bench`), averaged per rollout count by pods.analysis.
+token vs rollouts. Input: the benchmark CSV (`pods bench`), averaged per rollout count by pods_repro.analysis.
 
     python figures/fig_1_asymmetry.py --bench results/bench/asymmetry.csv --out results/figures/fig_1_asymmetry.pdf
 """

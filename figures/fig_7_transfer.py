@@ -1,7 +1,7 @@
 """Fig. 7 (App. A.5): the (a) and (b) models, baseline vs GRPO-PODS, evaluated on other test sets
 (GSM8K Platinum and MATH-500) over training time. The released logs have MATH-500 for (a) only.
 
-At the tiny and smoke scales each paper set is replaced by its analogue (pods.registry
+At the tiny and smoke scales each paper set is replaced by its analogue (pods_repro.registry
 TRANSFER_ANALOGUES), which experiments/tiny_a.yaml and tiny_b.yaml evaluate during the runs:
 arith_heldout (2-digit problems in no training set) for GSM8K Platinum, the 3-digit arith_hard test
 set for MATH-500. A panel whose set was not evaluated says so.

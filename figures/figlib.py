@@ -1,7 +1,7 @@
 """Shared plumbing of the figure scripts: arguments, style, curve/bar panels, placeholders, saving.
 
 The scripts `figures/fig_*.py` select runs and call these helpers; every statistic (mean over
-seeds, SEM band, seconds per step) comes from `pods.analysis`. A panel whose runs are absent
+seeds, SEM band, seconds per step) comes from `pods_repro.analysis`. A panel whose runs are absent
 shows a placeholder naming them instead of failing, so partial workflows still give a report.
 """
 
@@ -21,10 +21,10 @@ import matplotlib  # noqa: E402
 matplotlib.rc_file(Path(__file__).with_name("matplotlibrc"))
 import matplotlib.pyplot as plt  # noqa: E402
 
-from pods import registry as R  # noqa: E402
-from pods.analysis import curves as C  # noqa: E402
-from pods.analysis import speedups as S  # noqa: E402
-from pods.analysis import tidy as T  # noqa: E402
+from pods_repro import registry as R  # noqa: E402
+from pods_repro.analysis import curves as C  # noqa: E402
+from pods_repro.analysis import speedups as S  # noqa: E402
+from pods_repro.analysis import tidy as T  # noqa: E402
 
 ARM_LABEL = {
     "grpo": "GRPO",
@@ -50,7 +50,7 @@ DATASET_LABEL = {
     "gsm8k_platinum": "GSM8K Platinum",
     "math": "MATH-500",
     "train": "training rollouts",
-    # the tiny analogues (pods.registry TRANSFER_ANALOGUES for Fig. 7)
+    # the tiny analogues (pods_repro.registry TRANSFER_ANALOGUES for Fig. 7)
     "arith": "2-digit arithmetic test",
     "arith_heldout": "held-out 2-digit arithmetic (GSM8K Platinum analogue)",
     "arith_hard": "3-digit arithmetic (MATH-500 analogue)",
@@ -64,8 +64,8 @@ def parser(doc: str, bench: bool = False) -> argparse.ArgumentParser:
     if bench:
         ap.add_argument("--bench", required=True, help="benchmark CSV (pods bench)")
     else:
-        ap.add_argument("--curves", required=True, help="curves.csv from pods.analysis")
-        ap.add_argument("--steps", help="steps.csv from pods.analysis (s/step bars)")
+        ap.add_argument("--curves", required=True, help="curves.csv from pods_repro.analysis")
+        ap.add_argument("--steps", help="steps.csv from pods_repro.analysis (s/step bars)")
         ap.add_argument(
             "--x",
             choices=("time", "steps"),
@@ -126,7 +126,7 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common
     the main arms they share 600: uncut, the ablations would fill a third of the axis); the x label says
     where the curves were cut. No effect where every arm ran as long (the paper scale)."""
     if df is None:
-        return placeholder(ax, "no curves table: run `python -m pods.analysis collect` first")
+        return placeholder(ax, "no curves table: run `python -m pods_repro.analysis collect` first")
     dataset = dataset or C.primary_dataset(df, setting)
     curves, missing = [], []
     for label, sel, color in groups:
@@ -169,7 +169,7 @@ def curve_panel(ax, df, setting, groups, dataset=None, metric="accuracy", common
 
 
 def bar_panel(ax, steps, setting, groups) -> None:
-    """Seconds per (global) step of `groups`, from steps.csv via pods.analysis.speedups.seconds_per_step."""
+    """Seconds per (global) step of `groups`, from steps.csv via pods_repro.analysis.speedups.seconds_per_step."""
     if steps is None:
         return placeholder(ax, "no steps.csv: seconds per step unavailable")
     sps = S.seconds_per_step(steps[steps["setting"] == setting])
@@ -184,7 +184,7 @@ def bar_panel(ax, steps, setting, groups) -> None:
 
 
 def main_groups(df, setting) -> list:
-    """[(label, selector, colour)] of a setting's baseline and PODS arms (pods.analysis)."""
+    """[(label, selector, colour)] of a setting's baseline and PODS arms (pods_repro.analysis)."""
     sel = S.main_comparison(df, setting) if df is not None else None
     if sel is None:
         return []

@@ -1,29 +1,23 @@
-"""PODS: down-sampling rollouts in GRPO (Xu et al., arXiv 2504.13818), a reproducibility package.
+"""PODS: down-sampling rollouts in GRPO (Xu et al., arXiv 2504.13818), as a library on TRL.
 
-The library is small on purpose: ``pods.selectors`` (down-sampling rules), ``pods.grpo`` (the
-objective as pure tensor functions), ``pods.rewards`` (task rewards), and the trainer glue on TRL.
-Its public names are importable from here::
+``pods.selectors`` (the down-sampling rules and their registry), ``pods.grpo`` (the objective as pure
+tensor functions) and ``pods.trainer`` (:class:`PODSGRPOTrainer`, a drop-in for TRL's ``GRPOTrainer``,
+and :class:`PODSConfig`). Its public names are importable from here::
 
     from pods import PODSGRPOTrainer, PODSConfig, select, register_selector
 
-They load on first use (module ``__getattr__``), so ``import pods`` stays cheap: it imports neither
-torch nor TRL. It does pin torch's CPU kernels for this process, as the ``pods`` command does
-(:func:`pods.kernels.pin_cpu_kernels`; ``PODS_KERNELS=native`` opts out), so that a script and
-``pods train`` run the same kernels and share one cached tiny model. It pins only where torch is not
-imported yet (torch reads the variables at its first operation); a script that ran torch first keeps
-torch's own kernels and still uses the pinned tiny model (:func:`pods.tiny.wanted_kernels`).
+They load on first use, so ``import pods`` imports neither torch nor TRL, and importing the library
+changes nothing in the process (no environment variable, no global setting). It imports only torch,
+TRL and what TRL brings; the reproduction of the paper (configs, tiny models, the workflow, the
+analysis) is the separate package ``pods_repro``, which builds on this one.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
-from pods.kernels import KernelsError as _KernelsError
-from pods.kernels import pin_cpu_kernels as _pin_cpu_kernels
-
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 # public name -> the module that defines it (imported on first access)
 _LAZY = {
@@ -31,6 +25,7 @@ _LAZY = {
     "PODSConfig": "pods.trainer",
     "select": "pods.selectors",
     "register_selector": "pods.selectors",
+    "registered_rules": "pods.selectors",
     "uses_lengths": "pods.selectors",
     "RULES": "pods.selectors",
     "pods_advantages": "pods.grpo",
@@ -39,22 +34,11 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
-_KERNEL_ENV_ERROR: _KernelsError | None = None
-if "torch" not in sys.modules:  # after torch ran, a pin would not hold and the record would claim it did
-    try:
-        _pin_cpu_kernels()
-    except _KernelsError as err:
-        # An unknown kernel variable: the `pods` command reports it in one line (exit 2) instead of a traceback
-        # at its import, and a script gets it at its first public name below.
-        _KERNEL_ENV_ERROR = err
-
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pods' has no attribute {name!r}")
-    if _KERNEL_ENV_ERROR is not None:
-        raise _KERNEL_ENV_ERROR
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value

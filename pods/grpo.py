@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from pods.registry import AGGREGATIONS, NORMALIZE
+from pods.base import AGGREGATIONS, NORMALIZE
 
 __all__ = ["group_advantages", "kl_k3", "pods_advantages", "policy_loss", "AGGREGATIONS", "NORMALIZE", "SCALES"]
 

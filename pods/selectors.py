@@ -5,71 +5,20 @@ The public entry point is :func:`select`::
     keep_P_M = select(rewards_P_N, m, rule="max_variance")   # (P, m) indices into each group
     keep_M = select(rewards_N, m)                              # (m,) for a single group
 
-Rules live in a small registry keyed by the name used in configs (``rollout.rule``):
+Rules live in a registry keyed by the name used in configs (``rollout.rule``, ``pods_rule``):
 
 - ``max_variance`` (the paper's D_maxv, §3.3, Algorithm 2): the size-m subset of maximal reward
-  variance. By Lemma 3.1 it is "the k highest plus the m-k lowest rewards" for some k in {0..m};
-  we sort once, build prefix sums of r and r^2, score all m+1 candidates in O(1) each, and pick the
-  best: O(n log n) per group, vectorised over the P groups (no Python loop over groups or over k).
-- ``max_reward`` (D_maxr): the m highest rewards.
-- ``random`` (D_rand): m indices uniformly without replacement, seeded by ``generator``.
-- ``percentile`` (D_perc): the rollouts at the reward quantiles (j - 0.5)/m, j = 1..m.
-- ``all``: keep every rollout (requires m == n; vanilla GRPO).
-- ``max_variance_shortest`` (length-aware, beyond the paper; a GFPO-style length filter that keeps
-  PODS's guarantee): the same kept *rewards* as ``max_variance`` (so the same maximal variance and the
-  same advantages), and, for each distinct kept reward value v taken c times, the c rollouts with the
-  shortest completions among those whose reward is v (equal lengths: the lower index). With 0/1
-  correctness rewards it trains on the shortest correct and the shortest wrong rollouts of the
-  max-variance split. Needs ``lengths`` (each rollout's completion length, e.g. in tokens).
+  variance, "the k highest plus the m-k lowest" (Lemma 3.1); one sort, prefix sums of r and r^2,
+  all m+1 candidates scored in O(1) each: O(n log n) per group, vectorised over the P groups.
+- ``max_reward`` (D_maxr): the m highest rewards. ``random`` (D_rand): m uniformly, seeded by
+  ``generator``. ``percentile`` (D_perc): the rollouts at the reward quantiles (j - 0.5)/m.
+- ``all``: every rollout (m == n; vanilla GRPO).
+- ``max_variance_shortest`` (beyond the paper): ``max_variance``'s kept rewards, each value taken
+  from the shortest completions that have it. Needs ``lengths``.
 
-Rules from other papers, for comparison with PODS under the same trainer (each keeps m of the n rollouts;
-the trainer then computes the kept rollouts' advantages exactly as for PODS's rules, ``normalize``
-included, see :func:`pods.grpo.pods_advantages`):
-
-- ``gfpo_shortest`` (GFPO, Shrivastava et al., arXiv 2508.09726, "Group Filtered Policy Optimization"): the
-  m shortest completions, whatever their rewards (equal lengths: the lower index). Needs ``lengths``.
-- ``gfpo_token_efficiency`` (GFPO's token-efficiency filter): the m highest rewards per token,
-  ``reward / max(length, 1)`` (a completion of no tokens counts as one token). Equal scores go to the
-  shorter completion, then to the lower index; so among rollouts of reward 0 (score 0 at any length) the
-  shortest are kept. Negative rewards are divided like the others: among them a longer completion scores
-  higher (its penalty is spread over more tokens), as in the paper's plain ratio. Needs ``lengths``.
-- ``cppo_abs_advantage`` (CPPO, Lin et al., arXiv 2503.22342, "Completion Pruning Policy Optimization"):
-  the m rollouts of largest absolute advantage |A|, with A computed over the full group exactly as
-  :func:`pods.grpo.group_advantages` does (``(r - mean) / (std + 1e-4)``, unbiased std; a constant group
-  has A = 0 everywhere); equal |A|: the lower index. Which advantage the update then uses is the
-  trainer's ``normalize``: with ``after`` (PODS's default) the kept rollouts' advantages are recomputed
-  from the kept set's mean and std; with ``before`` the full-group advantages A are used, as in CPPO.
-  Dividing by a group's std (or the batch's, or nothing) does not change the order of |r - mean| within a
-  group, so the kept set does not depend on ``scale_rewards``.
-- ``balanced`` (in the spirit of Reinforce-Ada's balanced groups, Xiong et al., arXiv 2510.04996): as many
-  rollouts with reward above the group mean as at or below it: m // 2 from each side, the odd one to the
-  side with more rollouts (equal sides: the above side); a side with too few rollouts gives all it has
-  and the other side fills the rest. Within a side, the lowest indices (the first sampled: rollouts are
-  independent draws, so this is an unbiased pick within the side, not the extremes). A reward within a
-  relative 1e-12 of the group's range from the mean counts as at the mean, so rounding in the mean
-  cannot move it; a constant group keeps its m lowest indices.
-
-A rule registered with ``register_selector(name, uses_lengths=True)`` is called with the rollouts'
-completion lengths as the keyword ``lengths_P_N`` (float64, the shape of the rewards); ``select``
-then needs ``lengths=``, and :class:`pods.trainer.PODSGRPOTrainer` passes the completion token counts.
-
-Determinism and ties (the paper leaves these open, docs/paper.md#open-items):
-
-- Equal rewards are ordered by their index: we sort with a *stable* sort, so among equal rewards the
-  rollout with the lower index counts as "lower". Consequently ``max_variance`` takes tied bottom
-  rewards from the lowest indices and tied top rewards from the highest indices, and ``max_reward``
-  takes the lowest indices among rewards tied at the cut-off. (The authors' code uses torch's
-  default, unstable sort, so its choice among equal rewards is arbitrary.)
-- Equal variances: ``max_variance`` keeps the candidate with the smallest k (fewest rollouts taken
-  from the top), exactly as Algorithm 2's loop (initialised with k = 0, replaced only on a strictly
-  greater variance). Variances within a relative 1e-12 of the maximum count as equal, so rounding
-  noise in the prefix sums cannot flip the choice. (The authors' single-GPU code tries candidates in
-  the order k = m, 0, 1, ..., m-1, so its ties go to k = m first; this only changes which of several
-  equally good subsets is kept.)
-- The length-aware and literature rules break ties by the lower index (after the secondary keys
-  stated above), through stable sorts.
-- Every rule returns each group's kept indices sorted ascending, so results compare directly.
-
+:func:`register_selector` adds a rule (the reproduction registers rules from other papers this way).
+Ties are broken by index through stable sorts, and equal variances go to the smallest k, as Algorithm
+2's loop does; every rule returns each group's indices sorted ascending (docs/method.md, "Ties").
 Bad input raises ``ValueError`` with a message that says what to change.
 """
 
@@ -79,10 +28,9 @@ from collections.abc import Callable
 
 import torch
 
-from pods import registry
-from pods.grpo import group_advantages
+from pods import base
 
-__all__ = ["RULES", "check_rule", "register_selector", "select", "uses_lengths"]
+__all__ = ["RULES", "check_rule", "register_selector", "registered_rules", "select", "uses_lengths"]
 
 # A rule maps (rewards_P_N float64, m, generator) -> keep_P_M (LongTensor, any order within a row); a rule
 # registered with uses_lengths=True also gets lengths_P_N= (float64, completion lengths).
@@ -131,13 +79,18 @@ def _rules_text() -> str:
 
 
 def check_rule(rule: str, n: int, m: int) -> None:
-    """Config-time check of a (rule, n, m) triple for training (:func:`pods.registry.check_rule`,
-    the one copy of it); raises ValueError saying the fix.
+    """Config-time check of a (rule, n, m) triple against the registered rules (:func:`pods.base.check_rule`);
+    raises ValueError saying the fix.
 
     Stricter than :func:`select`: training needs m >= 2, because the advantage of a group of one
     rollout is always zero (its reward equals its own mean).
     """
-    registry.check_rule(rule, n, m, rules=_REGISTRY)
+    base.check_rule(rule, n, m, rules=_REGISTRY)
+
+
+def registered_rules() -> tuple[str, ...]:
+    """The names of every registered rule, those added by :func:`register_selector` included, sorted."""
+    return tuple(sorted(_REGISTRY))
 
 
 def _validate(rewards: torch.Tensor, m: int, rule: str) -> torch.Tensor:
@@ -308,71 +261,5 @@ def _max_variance_shortest(
     return order_P_N[take_P_N].view(P, m)
 
 
-@register_selector("gfpo_shortest", uses_lengths=True)
-def _gfpo_shortest(
-    r_P_N: torch.Tensor, m: int, generator: torch.Generator | None, lengths_P_N: torch.Tensor
-) -> torch.Tensor:
-    """GFPO's length filter (arXiv 2508.09726): the m shortest completions of each group, rewards unseen.
-
-    Equal lengths: the lower index (stable sort). GFPO trains the kept rollouts on advantages from the
-    kept set's statistics, which is the trainer's ``normalize="after"``.
-    """
-    return torch.sort(lengths_P_N, dim=-1, stable=True).indices[:, :m]
-
-
-@register_selector("gfpo_token_efficiency", uses_lengths=True)
-def _gfpo_token_efficiency(
-    r_P_N: torch.Tensor, m: int, generator: torch.Generator | None, lengths_P_N: torch.Tensor
-) -> torch.Tensor:
-    """GFPO's token-efficiency filter (arXiv 2508.09726): the m highest ``reward / max(length, 1)``.
-
-    A zero length counts as one token (no division by zero). Equal scores: the shorter completion, then
-    the lower index; every reward-0 rollout scores 0, so the shortest of them are kept first. Negative
-    rewards keep the plain ratio (among them, a longer completion scores higher).
-    """
-    score_P_N = r_P_N / lengths_P_N.clamp(min=1.0)
-    # Order by (score descending, length, index): stable sorts, the last key first.
-    order_P_N = torch.sort(lengths_P_N, dim=-1, stable=True).indices
-    best_P_N = torch.sort(score_P_N.gather(-1, order_P_N), dim=-1, descending=True, stable=True).indices
-    return order_P_N.gather(-1, best_P_N[:, :m])
-
-
-@register_selector("cppo_abs_advantage")
-def _cppo_abs_advantage(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
-    """CPPO (arXiv 2503.22342): the m largest |A|, A the full group's advantage (pods.grpo.group_advantages).
-
-    Equal |A|: the lower index. The update's advantages are then the trainer's: recomputed over the kept
-    set with ``normalize="after"``, these full-group A with ``normalize="before"`` (CPPO's own choice).
-    """
-    abs_adv_P_N = group_advantages(r_P_N).abs()
-    return torch.sort(abs_adv_P_N, dim=-1, descending=True, stable=True).indices[:, :m]
-
-
-@register_selector("balanced")
-def _balanced(r_P_N: torch.Tensor, m: int, generator: torch.Generator | None) -> torch.Tensor:
-    """Balanced groups (after Reinforce-Ada, arXiv 2510.04996): m // 2 above the mean, m // 2 at or below.
-
-    The odd one goes to the side with more rollouts (equal sides: above); a short side gives all it has and
-    the other fills the rest. Within a side, the lowest indices.
-    """
-    P, N = r_P_N.shape
-    # Within a relative 1e-12 of the range from the mean counts as at the mean (the float mean may round).
-    # A constant group may land on either side: all of it on one side keeps its m lowest indices either way.
-    spread_P1 = r_P_N.amax(dim=-1, keepdim=True) - r_P_N.amin(dim=-1, keepdim=True)
-    above_P_N = (r_P_N - r_P_N.mean(dim=-1, keepdim=True)) > _VAR_RTOL * spread_P1
-    n_above_P = above_P_N.sum(-1)
-    n_below_P = N - n_above_P
-    want_above_P = m // 2 + (m % 2) * (n_above_P >= n_below_P).long()
-    # Feasible: m - n_below <= n_above because n_above + n_below = N >= m.
-    k_above_P1 = torch.minimum(torch.maximum(want_above_P, m - n_below_P), n_above_P).unsqueeze(-1)
-    k_below_P1 = m - k_above_P1
-    # Rank of each rollout within its side in index order (0 = the lowest index of that side).
-    rank_above_P_N = above_P_N.long().cumsum(-1) - 1
-    rank_below_P_N = (~above_P_N).long().cumsum(-1) - 1
-    take_P_N = torch.where(above_P_N, rank_above_P_N < k_above_P1, rank_below_P_N < k_below_P1)
-    idx_P_N = torch.arange(N, device=r_P_N.device).expand(P, N)
-    return idx_P_N[take_P_N].view(P, m)  # exactly m per row, in index order
-
-
-RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))  # = pods.registry.RULES (tests/core/test_selectors.py)
-"""Names of the registered down-sampling rules (valid values of ``rollout.rule``)."""
+RULES: tuple[str, ...] = tuple(sorted(_REGISTRY))
+"""The library's own rules; :func:`registered_rules` also lists those added by :func:`register_selector`."""

@@ -1,4 +1,4 @@
-# From run directories to tidy tables and the time-to-peak table (pods.analysis does the work): the
+# From run directories to tidy tables and the time-to-peak table (pods_repro.analysis does the work): the
 # eval-grid speed-up and three more (optimizer steps, this machine's wall-clock, the paper's hardware).
 
 
@@ -22,7 +22,7 @@ rule collect:
         out_dir=lambda wildcards, output: os.path.dirname(output.curves),
         letters=get_letters,
     shell:
-        "python -m pods.analysis collect --run-dirs {params.run_dirs:q} --out-dir {params.out_dir}"
+        "python -m pods_repro.analysis collect --run-dirs {params.run_dirs:q} --out-dir {params.out_dir}"
         " --letters {params.letters:q} --sheet {input.sheet:q} > {log} 2>&1"
 
 
@@ -51,7 +51,7 @@ rule time_to_peak:
             else ""
         ),
     shell:
-        "python -m pods.analysis time-to-peak --curves {input.curves} --steps {input.steps}"
+        "python -m pods_repro.analysis time-to-peak --curves {input.curves} --steps {input.steps}"
         " {params.paper_steps} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -73,11 +73,11 @@ rule plateau:
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
-        "python -m pods.analysis plateau --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods_repro.analysis plateau --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule levels:
-    # The speed-up at fixed accuracy levels (pods/analysis/levels.py): the steps each arm's mean curve needs to
+    # The speed-up at fixed accuracy levels (pods_repro/analysis/levels.py): the steps each arm's mean curve needs to
     # first reach fractions of the baseline's rise, and their ratio, with intervals over seeds. Unlike
     # time-to-peak it does not move with the budget at a level both arms reach.
     input:
@@ -94,13 +94,13 @@ rule levels:
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
-        "python -m pods.analysis levels --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods_repro.analysis levels --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule seeds:
     # How wide would (a)'s and (e)'s steps-to-peak intervals be with N seeds per arm (the tiny scale aims at
     # 1.0 or less)? The time-to-peak table's interval over experiments simulated from a trend + noise model
-    # fitted to the runs (pods/analysis/power.py); optimistic, so a width it cannot reach is out of reach.
+    # fitted to the runs (pods_repro/analysis/power.py); optimistic, so a width it cannot reach is out of reach.
     # Settings with one seed per arm are skipped. 200 experiments per N: each is a bootstrap of its own, and
     # 200 fix the median width to about 0.1.
     input:
@@ -115,13 +115,13 @@ rule seeds:
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
-        "python -m pods.analysis seeds --curves {input.curves} --out-dir {params.out_dir} --sims 200 > {log} 2>&1"
+        "python -m pods_repro.analysis seeds --curves {input.curves} --out-dir {params.out_dir} --sims 200 > {log} 2>&1"
 
 
 rule ablations:
     # What the n/m sweeps and the rule/normalisation ablations show (Figs. 4-6) as numbers: each arm's
     # late-window accuracy minus GRPO-PODS's, with intervals over seeds, beside the same arms of the
-    # authors' released logs (per hour and per step) and the paper's text (pods/analysis/ablations.py).
+    # authors' released logs (per hour and per step) and the paper's text (pods_repro/analysis/ablations.py).
     input:
         unpack(get_ablations_input),
     output:
@@ -135,14 +135,14 @@ rule ablations:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
         released=lambda wildcards, input: (f"--released {input.released}" if "released" in input.keys() else ""),
     shell:
-        "python -m pods.analysis ablations --curves {input.curves} {params.released}"
+        "python -m pods_repro.analysis ablations --curves {input.curves} {params.released}"
         " --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule signal:
     # How many optimizer steps carry a gradient: per arm, the share of steps whose trained rollouts all got
     # one reward (zero advantages), over the run and by quarter, and the same over all n generated
-    # rollouts (pods/analysis/gradsignal.py). From our runs' metrics.jsonl; the released logs have no such column.
+    # rollouts (pods_repro/analysis/gradsignal.py). From our runs' metrics.jsonl; the released logs have no such column.
     input:
         curves=f"{ROOT}/tables/curves.csv",
     output:
@@ -155,4 +155,4 @@ rule signal:
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
-        "python -m pods.analysis signal --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods_repro.analysis signal --curves {input.curves} --out-dir {params.out_dir} > {log} 2>&1"

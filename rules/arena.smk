@@ -4,7 +4,7 @@
 #
 # Runs: {root}/runs/{condition}/{arm}/seed~{seed}/ with summary.json as the declared output (rules/train.smk says why).
 # Tables: `pods analysis arena` ({root}/tables/arena_*.csv); one figure per condition (figures/fig_arena.py).
-from pods.arena import ArenaError, load_arena
+from pods_repro.arena import ArenaError, load_arena
 
 ARENA_SCALE = config.get("arena", "full")
 try:
@@ -50,7 +50,7 @@ rule arena_train:
         run_dir=lambda wildcards, output: os.path.dirname(output.summary),
         overrides=lambda wildcards: shlex.join(ARENA.run_overrides(wildcards.condition, wildcards.arm)),
     shell:
-        "python -m pods train {input.experiment} seed={wildcards.seed} out_dir={params.run_dir}"
+        "python -m pods_repro train {input.experiment} seed={wildcards.seed} out_dir={params.run_dir}"
         " {params.overrides} >> {log} 2>&1"
 
 
@@ -67,7 +67,7 @@ rule arena_tables:
         scale=ARENA_SCALE,
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "python -m pods analysis arena --scale {params.scale} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods_repro analysis arena --scale {params.scale} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule arena_figure:

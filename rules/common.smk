@@ -2,7 +2,7 @@
 #
 # A run is one row of config/runs.tsv (an arm: setting, rule, n, m, extra overrides) times one seed
 # of the row's seed set in the active scale. The settings themselves (experiment YAML per scale,
-# metric, titles, ...) are the records of pods.registry.SETTINGS. Its directory is
+# metric, titles, ...) are the records of pods_repro.registry.SETTINGS. Its directory is
 #   {root}/runs/{setting}/sel~{rule}_n~{n}_m~{m}[_{extra}]/seed~{seed}/
 # (Paramspace-like `key~value` names). Its `summary.json` is what the train step
 # declares as output: the trainer writes it last, so its presence means "finished".
@@ -14,8 +14,8 @@ import pandas as pd
 import yaml
 from snakemake.utils import validate
 
-from pods import registry
-from pods.config import scales
+from pods_repro import registry
+from pods_repro.config import scales
 
 # Figure scripts (figures/<name>.py) -> what the report says about them. fig_1 plots the benchmark
 # CSV (--bench); every other figure plots the tidy tables of the runs (--curves, --steps).
@@ -48,7 +48,7 @@ SCALE = config["scales"][SCALE_NAME]
 ROOT = SCALE["root"]
 
 # ---------------------------------------------------------------------------- fidelity switch
-# fidelity=code: every run as the authors' code ran it (pods/config/fidelity.py), under its own root.
+# fidelity=code: every run as the authors' code ran it (pods_repro/config/fidelity.py), under its own root.
 FIDELITY = config.get("fidelity", "paper")
 if FIDELITY not in registry.FIDELITY:
     _fail(f"unknown fidelity {FIDELITY!r}: choose one of {list(registry.FIDELITY)} (snakemake --config fidelity=code)")
@@ -61,12 +61,12 @@ if FIDELITY != "paper":
     ROOT = f"{ROOT}-{FIDELITY}"
 for _letter in SCALE.get("settings", {}):
     if _letter not in registry.SETTINGS:
-        _fail(f"scales.{SCALE_NAME}.settings.{_letter}: no such setting in pods.registry.SETTINGS")
+        _fail(f"scales.{SCALE_NAME}.settings.{_letter}: no such setting in pods_repro.registry.SETTINGS")
 
 
 # ---------------------------------------------------------------------------- run sheet
 def load_sheet(path):
-    """The run sheet (pods.registry.read_sheet), schema-validated and cross-checked against the scale."""
+    """The run sheet (pods_repro.registry.read_sheet), schema-validated and cross-checked against the scale."""
     if not os.path.exists(path):
         _fail(f"run sheet {path} not found: set scales.{SCALE_NAME}.runs in config/config.yaml to a TSV of runs")
     try:
@@ -80,7 +80,7 @@ def load_sheet(path):
         if SCALE_NAME not in registry.SETTINGS[arm.setting].experiments:
             _fail(
                 f"{where}: setting {arm.setting!r} has no experiment for scale {SCALE_NAME!r} "
-                f"(pods.registry.SETTINGS[{arm.setting!r}].experiments)"
+                f"(pods_repro.registry.SETTINGS[{arm.setting!r}].experiments)"
             )
         if arm.seeds not in SCALE["seeds"]:
             _fail(
@@ -100,7 +100,7 @@ def setting_knobs(letter):
 
 
 def _run_overrides(arm):
-    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets (pods.config.scales, which
+    """Trainer overrides of one arm: the sheet's n/m/rule/extra, then the scale's budgets (pods_repro.config.scales, which
     `pods train CONFIG --scale NAME` uses too: one run outside Snakemake is the same run)."""
     try:
         return scales.run_overrides(SCALE, arm, FIDELITY, SCALE_NAME)
@@ -156,7 +156,7 @@ def setting_of(wildcards):
 
 
 def experiment_of(letter):
-    """experiments/*.yaml of a setting at the active scale (its pods.registry record)."""
+    """experiments/*.yaml of a setting at the active scale (its pods_repro.registry record)."""
     return registry.SETTINGS[letter].experiments[SCALE_NAME]
 
 
@@ -187,11 +187,11 @@ def get_train_input(wildcards):
 
 
 def get_launcher(wildcards, input):
-    """`python -m pods`, or `accelerate launch ... -m pods` for a YAML that names an accelerate config."""
+    """`python -m pods_repro`, or `accelerate launch ... -m pods_repro` for a YAML that names an accelerate config."""
     if "accelerate_config" not in input.keys():
-        return "python -m pods"
+        return "python -m pods_repro"
     processes = experiment_hardware(input.experiment).get("num_processes", 1)
-    return f"accelerate launch --config_file {input.accelerate_config} --num_processes {processes} -m pods"
+    return f"accelerate launch --config_file {input.accelerate_config} --num_processes {processes} -m pods_repro"
 
 
 def get_overrides(wildcards):
@@ -220,7 +220,7 @@ def get_runtime(wildcards):
 
 # ---------------------------------------------------------------------------- tiny models
 # A run whose policy is `tiny:<name>` (the tiny and smoke scales) needs the project-built model in the
-# cache of pods.models (cache_root(): $PODS_CACHE, which the Snakefile sets to resources/models unless
+# cache of pods_repro.models (cache_root(): $PODS_CACHE, which the Snakefile sets to resources/models unless
 # it is set already). Building it is a job of
 # the DAG (rule build_tiny_model), whose output is the model's card, written last by the build.
 # Relative to the working directory, as Snakemake prefers paths (--lint flags absolute ones).
@@ -271,7 +271,7 @@ def get_run_summaries(wildcards=None):
 
 
 def get_letters(wildcards):
-    """--letters for `pods.analysis collect`: each experiment's `setting:` name -> its paper letter."""
+    """--letters for `pods_repro.analysis collect`: each experiment's `setting:` name -> its paper letter."""
     letters = {}
     for letter in LETTERS:
         name = str(read_experiment(experiment_of(letter)).get("setting", letter))
@@ -290,13 +290,13 @@ def get_experiments(wildcards=None):
 
 # ---------------------------------------------------------------------------- released logs
 RELEASED_DOWNLOAD = f"resources/released/pods-{config['released']['commit'][:7]}/results"
-RELEASED_MANIFEST = "pods/analysis/released_logs.sha256"  # SHA-256 of every released file (pods.analysis.released_logs)
+RELEASED_MANIFEST = "pods_repro/analysis/released_logs.sha256"  # SHA-256 of every released file (pods_repro.analysis.released_logs)
 
 
 # released_logs: none -> no authors' logs at all (an offline machine without a copy): the `all`
 # target leaves out their re-analysis, and speed-up (iii) takes the paper hardware's s/step from
 # the paper's values (docs/paper.md#seconds-per-step) and the cost model
-# (pods.analysis.paper_clock.paper_seconds_per_step).
+# (pods_repro.analysis.paper_clock.paper_seconds_per_step).
 RELEASED_OFF = isinstance(config["released_logs"], str) and config["released_logs"].strip().lower() == "none"
 
 

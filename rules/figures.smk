@@ -1,5 +1,5 @@
 # One rule per kind of figure; each script (figures/<name>.py) writes <name>.pdf and <name>.png and
-# only selects and plots: the statistics come from pods.analysis through the tables.
+# only selects and plots: the statistics come from pods_repro.analysis through the tables.
 
 
 rule figure_asymmetry:

@@ -1,5 +1,5 @@
 # Re-analysis of the authors' released evaluation logs (Table 3 for a, b, c, e, f) through the same
-# pods.analysis code as our own runs. The first target a new user can run, in seconds:
+# pods_repro.analysis code as our own runs. The first target a new user can run, in seconds:
 #   snakemake -c1 results/released/time_to_peak.csv                          # downloads the pinned release
 #   snakemake -c1 results/released/time_to_peak.csv --config released_logs=DIR   # or a local copy
 
@@ -20,7 +20,7 @@ rule download_released:
     params:
         url=get_released_url,
     shell:
-        "python -m pods.analysis.released_logs download --url {params.url:q} --dest {output.logs:q}"
+        "python -m pods_repro.analysis.released_logs download --url {params.url:q} --dest {output.logs:q}"
         " --manifest {input.manifest:q} --log {log:q}"
 
 
@@ -48,14 +48,14 @@ rule released_time_to_peak:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
         # A failed verification is printed (stderr is not redirected), not only logged.
-        "python -m pods.analysis.released_logs verify {input.logs:q} --manifest {input.manifest:q} > {log}"
-        " && python -m pods.analysis released --logs {input.logs:q} --manifest {input.manifest:q}"
+        "python -m pods_repro.analysis.released_logs verify {input.logs:q} --manifest {input.manifest:q} > {log}"
+        " && python -m pods_repro.analysis released --logs {input.logs:q} --manifest {input.manifest:q}"
         " --sheet {input.sheet:q} --out-dir {params.out_dir} >> {log} 2>&1"
 
 
 rule released_ablations:
     # Figs. 4-5 of the authors' logs as numbers: each sweep/rule arm of setting (a) minus GRPO-PODS 64/16
-    # over the second half of the run, per hour (the paper's axis) and per optimizer step (pods/analysis/ablations.py).
+    # over the second half of the run, per hour (the paper's axis) and per optimizer step (pods_repro/analysis/ablations.py).
     input:
         curves="results/released/curves.csv",
     output:
@@ -68,7 +68,7 @@ rule released_ablations:
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output.csv),
     shell:
-        "python -m pods.analysis ablations --released {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
+        "python -m pods_repro.analysis ablations --released {input.curves} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule released_figure:

@@ -54,13 +54,13 @@ rule bench_asymmetry:
     params:
         args=shlex.join(SCALE["bench"]["args"]),
     shell:
-        "python -m pods bench asymmetry --out {output.csv} {params.args} > {log} 2>&1"
+        "python -m pods_repro bench asymmetry --out {output.csv} {params.args} > {log} 2>&1"
 
 
-# The project-built model of the tiny/smoke runs (pods.models TINY_MODELS), built once into the model
+# The project-built model of the tiny/smoke runs (pods_repro.models TINY_MODELS), built once into the model
 # cache before any run that uses it; its card pods_tiny.json is written last, atomically, so its
 # presence means "built". A cached card is not rebuilt here; a run whose cached model is stale (its
-# recipe changed) still rebuilds it through pods.models.ensure_tiny.
+# recipe changed) still rebuilds it through pods_repro.models.ensure_tiny.
 rule build_tiny_model:
     output:
         card=tiny_model_card("{tiny_model}"),
@@ -76,4 +76,4 @@ rule build_tiny_model:
     resources:
         runtime=60,
     shell:
-        "python -m pods.models build tiny:{wildcards.tiny_model} > {log} 2>&1"
+        "python -m pods_repro.models build tiny:{wildcards.tiny_model} > {log} 2>&1"

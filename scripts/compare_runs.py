@@ -45,7 +45,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pods.runlog import read_jsonl
+from pods_repro.runlog import read_jsonl
 
 MACHINE_BOUND_SUFFIXES = ("time_s", "cpu_s", "peak_mem_mb")
 # --outcomes: the per-step values that are counts or means of what was sampled and scored.
@@ -69,7 +69,7 @@ class BadLog(Exception):
 def _read(path: Path) -> list[dict]:
     try:
         return read_jsonl(path)
-    except ValueError as e:  # pods.runlog.read_jsonl: "<path>:<line>: not ..."
+    except ValueError as e:  # pods_repro.runlog.read_jsonl: "<path>:<line>: not ..."
         raise BadLog(str(e)) from None
     except OSError as e:  # a folder named like a log, no permission
         raise BadLog(f"{path}: cannot be read ({e.strerror or e})") from None
@@ -191,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _against_record(runs: Path, data: Path) -> int:
-    from pods.analysis.record import compare_with_record
-    from pods.analysis.tidy import AnalysisInputError
+    from pods_repro.analysis.record import compare_with_record
+    from pods_repro.analysis.tidy import AnalysisInputError
 
     try:
         rows = compare_with_record(runs, data)

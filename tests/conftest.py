@@ -31,12 +31,12 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before torch is imported; see the module docstring
-# Every test run evaluates its step 0 itself (tests/trainer/test_evalcache.py turns pods.evalcache's reuse on), and
+# Every test run evaluates its step 0 itself (tests/trainer/test_evalcache.py turns pods_repro.evalcache's reuse on), and
 # no test writes evaluations into the user's model cache.
 os.environ.setdefault("PODS_EVAL_CACHE", "off")
-from pods.kernels import pin_cpu_kernels  # noqa: E402
+from pods_repro.kernels import pin_cpu_kernels  # noqa: E402
 
-pin_cpu_kernels()  # the workflow's CPU kernels (pods.kernels), before any tensor is made
+pin_cpu_kernels()  # the workflow's CPU kernels (pods_repro.kernels), before any tensor is made
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_RECIPE = {"hidden": 48, "layers": 2, "heads": 4, "steps": 100, "batch": 32, "lr": 3e-3, "seed": 0, "v": 1}
@@ -77,8 +77,8 @@ def _build_tiny(out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from pods import data as pdata
-    from pods.models import build_char_tokenizer
+    from pods_repro import data as pdata
+    from pods_repro.models import build_char_tokenizer
 
     r = TINY_RECIPE
     torch.manual_seed(r["seed"])
@@ -122,7 +122,7 @@ def _build_tiny(out: Path) -> None:
     model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(out)
     tok.save_pretrained(out)
-    # pods.models.load_tokenizer keys the character tokenizer on this file.
+    # pods_repro.models.load_tokenizer keys the character tokenizer on this file.
     (out / "pods_tiny.json").write_text(json.dumps({"name": "tests-tiny", "recipe": r}) + "\n")
 
 
@@ -172,7 +172,7 @@ def tiny_overrides(tiny_policy_dir: Path) -> tuple[str, ...]:
 @pytest.fixture
 def tiny_cfg(tiny_overrides):
     """``tiny_cfg(out_dir, *extra_overrides) -> TrainConfig`` (validated)."""
-    from pods.config import load_config
+    from pods_repro.config import load_config
 
     def make(out_dir: Path, *extra: str):
         return load_config(REPO / "experiments" / "tiny_a.yaml", [*tiny_overrides, f"out_dir={out_dir}", *extra])
@@ -183,11 +183,11 @@ def tiny_cfg(tiny_overrides):
 @pytest.fixture
 def make_trainer(tiny_cfg, tmp_path):
     """``make_trainer(reward_funcs, *overrides, grpo_kwargs={}) -> (trainer, cfg)``: a PODSGRPOTrainer on
-    the test policy and the arith training prompts, built exactly as ``pods.run.train`` builds it
+    the test policy and the arith training prompts, built exactly as ``pods_repro.run.train`` builds it
     (same GRPOConfig), but with any reward functions, for driving single steps by hand."""
-    from pods.data import load_task
-    from pods.models import load_policy
-    from pods.trainer import PODSGRPOTrainer, build_grpo_config, pods_trainer_kwargs, records_to_dataset, step_plan
+    from pods_repro.data import load_task
+    from pods_repro.models import load_policy
+    from pods_repro.trainer import ReproTrainer, build_grpo_config, pods_trainer_kwargs, records_to_dataset, step_plan
 
     def make(reward_funcs, *overrides: str, grpo_kwargs: dict | None = None):
         cfg = tiny_cfg(tmp_path / "run", *overrides)
@@ -197,7 +197,7 @@ def make_trainer(tiny_cfg, tmp_path):
         args = build_grpo_config(cfg, tmp_path / "ckpt", 1, False, max_steps)
         for key, val in (grpo_kwargs or {}).items():  # e.g. generation_kwargs, read at trainer init
             setattr(args, key, val)
-        trainer = PODSGRPOTrainer(
+        trainer = ReproTrainer(
             model=model,
             reward_funcs=reward_funcs,
             args=args,
@@ -237,6 +237,36 @@ def analysis_helpers():
 
 # Logged values that measure the machine (seconds, memory), not what a run computed: left out when two runs are
 # compared row for row.
+def build_user_trainer(
+    tiny_policy_dir, args, reward_funcs, *, records=8, model=None, trainer_cls=None, quiet=True, **pods_kw
+):
+    """A TRL user's trainer on the test policy: ``(trainer, records)``. The one builder of the TRL-side tests.
+
+    ``records``: the first N arith training prompts (an int) or the records themselves; ``model``: the policy to
+    train instead of a fresh load (a PEFT-wrapped one, say); ``trainer_cls``: default the library's
+    ``PODSGRPOTrainer`` (``trl.GRPOTrainer`` for a replay); ``quiet``: no console callbacks.
+    """
+    from pods import PODSGRPOTrainer
+    from pods_repro.data import load_task
+    from pods_repro.models import load_policy
+    from pods_repro.trainer import records_to_dataset
+
+    tok = None
+    if model is None:
+        model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    else:
+        _, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    if isinstance(records, int):
+        records = load_task("arith", "train", prompt_style="plain", seed=0)[:records]
+    trainer = (trainer_cls or PODSGRPOTrainer)(
+        model=model, reward_funcs=reward_funcs, args=args, train_dataset=records_to_dataset(records),
+        processing_class=tok, **pods_kw,
+    )  # fmt: skip
+    if quiet and hasattr(trainer, "remove_console_callbacks"):
+        trainer.remove_console_callbacks()
+    return trainer, records
+
+
 TIMING_KEYS = frozenset(
     {
         "time_s",

@@ -3,7 +3,7 @@
 # tiny scale's budgets and evaluations (config/config.yaml scales.tiny: (a) 600 steps, grid 25; (e) 150
 # steps, grid 10; 400-problem evaluations; float32; the model of config.yaml's tiny (a)/(e), the tag-token
 # tiny:llama-arith_warm_tt, or $PODS_GPU_TINY_MODEL: an earlier table used tiny:llama-arith_warm), then the
-# workflow's analysis (pods.analysis collect, time-to-peak with the released logs' s/step, levels,
+# workflow's analysis (pods_repro.analysis collect, time-to-peak with the released logs' s/step, levels,
 # plateau). All the runs share the GPU at once (16 CPU cores; each run is one process), so their
 # seconds per step are measured under that sharing: checks.sh measures each arm alone.
 # From the repository root, after `source benchmarks/gpu/setup.sh .whl`:
@@ -30,7 +30,7 @@ for s in $SEEDS; do
         letter=$1 name=$2; shift 2
         case " $SETTINGS " in *" $letter "*) ;; *) continue ;; esac
         mkdir -p $R/logs/train/$letter/$name
-        python3 -m pods train "$@" seed=$s out_dir=$R/runs/$letter/$name/seed~$s \
+        python3 -m pods_repro train "$@" seed=$s out_dir=$R/runs/$letter/$name/seed~$s \
             > $R/logs/train/$letter/$name/seed~$s.log 2>&1 &
         pids+=($!)
     done
@@ -48,12 +48,12 @@ done
 for f in $R/runs/*/*/*/metrics.jsonl; do echo "$f $(wc -l < $f) steps"; done
 pack
 mkdir -p $R/tables
-python3 -m pods.analysis collect --runs $R/runs --out-dir $R/tables --sheet config/runs_tiny.tsv 2>&1 | tail -3
+python3 -m pods_repro.analysis collect --runs $R/runs --out-dir $R/tables --sheet config/runs_tiny.tsv 2>&1 | tail -3
 PAPER=""; [ -f results/released/steps.csv ] && PAPER="--paper-steps results/released/steps.csv"
-python3 -m pods.analysis time-to-peak --curves $R/tables/curves.csv --steps $R/tables/steps.csv $PAPER \
+python3 -m pods_repro.analysis time-to-peak --curves $R/tables/curves.csv --steps $R/tables/steps.csv $PAPER \
     --out-dir $R/tables 2>&1 | tail -3
-python3 -m pods.analysis levels --curves $R/tables/curves.csv --out-dir $R/tables 2>&1 | tail -2
-python3 -m pods.analysis plateau --curves $R/tables/curves.csv --out-dir $R/tables 2>&1 | tail -2
+python3 -m pods_repro.analysis levels --curves $R/tables/curves.csv --out-dir $R/tables 2>&1 | tail -2
+python3 -m pods_repro.analysis plateau --curves $R/tables/curves.csv --out-dir $R/tables 2>&1 | tail -2
 cat $R/tables/time_to_peak.md $R/tables/levels.md 2>/dev/null
 pack
 echo "done in $(( $(date +%s) - t0 )) s"

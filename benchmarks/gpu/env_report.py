@@ -1,7 +1,7 @@
 """Print the GPU machine's facts that a result needs beside it: GPU, driver, CUDA, library versions.
 
 Run it from the repository root as a module (``python3 -m benchmarks.gpu.env_report``), so that it
-reads the versions with pods.runlog's helper, the one behind every run's config.json meta."""
+reads the versions with pods_repro.runlog's helper, the one behind every run's config.json meta."""
 
 import json
 import platform
@@ -9,7 +9,7 @@ import subprocess
 
 import torch
 
-from pods.runlog import package_versions
+from pods_repro.runlog import package_versions
 
 PACKAGES = ["torch", "transformers", "trl", "peft", "accelerate", "datasets", "deepspeed", "bitsandbytes",
             "math-verify", "numpy", "pandas"]  # fmt: skip

@@ -27,7 +27,7 @@ export PATH=/tmp/pods_bin:$PATH
 stage() { echo "=== $(date -u +%H:%M:%S) +$(($(date +%s) - T0))s $*"; }
 
 stage env
-python -c "import platform, torch, transformers, trl; from pods.kernels import cpuinfo_field, pin_cpu_kernels; \
+python -c "import platform, torch, transformers, trl; from pods_repro.kernels import cpuinfo_field, pin_cpu_kernels; \
 k = pin_cpu_kernels(); print(cpuinfo_field('model name'), '|', platform.machine(), '| torch', torch.__version__, \
 '| transformers', transformers.__version__, '| trl', trl.__version__, '| pin', k, torch.backends.cpu.get_cpu_capability())" \
     | tee results/xhost_env.txt
@@ -39,7 +39,7 @@ job() {
     if [ "$rem" -le 5 ]; then echo "$cmd" >> results/xhost_skipped.txt; return 0; fi
     log=$(grep -o '> *[^ ]*\.log' <<< "$cmd" | head -1 | tr -d '> ')
     [ -n "$log" ] && mkdir -p "$(dirname "$log")"
-    case $cmd in *"pods.models build"*) cmd="PODS_CACHE=$PWD/results/fresh_cache $cmd" ;; esac
+    case $cmd in *"pods_repro.models build"*) cmd="PODS_CACHE=$PWD/results/fresh_cache $cmd" ;; esac
     start=$(date +%s)
     timeout "$rem" bash -c "$cmd"
     rc=$?

@@ -1,7 +1,7 @@
 """The main job's model builds and training runs as a list of shell commands, for main_runs.sh.
 
 Reads the output of `snakemake -n -p --forceall` (its "Shell command:" lines) on stdin and prints the
-`pods.models build` commands first, then the `pods train` commands, longest first by the seconds each
+`pods_repro.models build` commands first, then the `pods train` commands, longest first by the seconds each
 run took in an earlier job (its summary.json's wall_s_last_session; runs it lacks come last), so that
 many processes at once finish close together:
 
@@ -28,9 +28,9 @@ def commands(text: str) -> tuple[list[str], list[str]]:
         if not line.startswith(PREFIX):
             continue
         cmd = line[len(PREFIX) :].strip()
-        if cmd.startswith("python -m pods.models build "):
+        if cmd.startswith("python -m pods_repro.models build "):
             builds.append(cmd)
-        elif cmd.startswith("python -m pods train "):
+        elif cmd.startswith("python -m pods_repro train "):
             trains.append(cmd)
     return builds, trains
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     builds, trains = commands(sys.stdin.read())
     if not trains:
         print(
-            "no `python -m pods train` command in the input: pipe `snakemake -n -p --forceall` into this",
+            "no `python -m pods_repro train` command in the input: pipe `snakemake -n -p --forceall` into this",
             file=sys.stderr,
         )
         return 1

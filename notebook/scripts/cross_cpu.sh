@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 10, criterion 1 on a second kind of CPU: do the tiny scale's bits depend on the machine? On the GPU
 # machine's own CPU (16 cores, another x86-64 model than the CI host's), with its own torch, this
-#   1. builds tiny:llama-arith_warm from scratch under the AVX2 pin (pods.kernels) into a fresh cache and
+#   1. builds tiny:llama-arith_warm from scratch under the AVX2 pin (pods_repro.kernels) into a fresh cache and
 #      prints its weights_sha256 beside the carried (pinned) build's;
 #   2. trains tiny runs on the CPU, one thread each as the workflow runs them, with the main job's exact
 #      arguments and the carried pinned model: (e)'s two main arms on seeds 0..E-1 (150 steps) and (a)'s
@@ -18,14 +18,14 @@ stage() { echo "=== $(date -u +%H:%M:%S) $*"; }
 pack() { [ -n "${OUT:-}" ] && tar czf "$OUT/cross_cpu.tgz" --exclude='*/checkpoints' --exclude='*/final' $R 2>/dev/null; true; }
 export OMP_NUM_THREADS=1 PODS_NO_PROGRESS=1
 stage env
-python3 -c "import platform, torch; from pods.kernels import cpuinfo_field, pin_cpu_kernels; k = pin_cpu_kernels(); \
+python3 -c "import platform, torch; from pods_repro.kernels import cpuinfo_field, pin_cpu_kernels; k = pin_cpu_kernels(); \
 print(cpuinfo_field('model name'), '|', platform.machine(), '| torch', torch.__version__, '| pin', k, \
 torch.backends.cpu.get_cpu_capability())" | tee $R/env.txt
 grep -o -w 'avx512f\|avx2\|amx_tile' /proc/cpuinfo | sort | uniq -c | tee -a $R/env.txt
 
 stage "build tiny:llama-arith_warm from scratch on the CPU (background)"
 mkdir -p $R/fresh_cache
-PODS_CACHE=$PWD/$R/fresh_cache timeout $DEADLINE python3 -m pods.models build tiny:llama-arith_warm \
+PODS_CACHE=$PWD/$R/fresh_cache timeout $DEADLINE python3 -m pods_repro.models build tiny:llama-arith_warm \
     > $R/logs/build_warm.log 2>&1 &
 pids=($!)
 
@@ -36,7 +36,7 @@ E_="experiments/tiny_e.yaml rollout.rule=max_variance budget.max_steps=150 eval.
 launch() {  # letter name seed args...
     local letter=$1 name=$2 s=$3; shift 3
     mkdir -p $R/logs/train/$letter/$name
-    timeout $DEADLINE python3 -m pods train "$@" seed=$s out_dir=$R/runs/$letter/$name/seed~$s \
+    timeout $DEADLINE python3 -m pods_repro train "$@" seed=$s out_dir=$R/runs/$letter/$name/seed~$s \
         > $R/logs/train/$letter/$name/seed~$s.log 2>&1 &
     pids+=($!)
 }

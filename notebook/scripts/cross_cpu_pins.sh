@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 10: which extra pin makes a second CPU kind reproduce this project's pinned bits? After
 # notebook/scripts/cross_cpu.sh found the GPU machine's Intel Xeon (AVX512, AMX) parting from the AMD EPYC
-# CI host under pods.kernels' pin, this runs, on that machine's CPU, (1) kernel_fingerprint under each
+# CI host under pods_repro.kernels' pin, this runs, on that machine's CPU, (1) kernel_fingerprint under each
 # candidate pin (kernel_combos.sh) and (2) for each candidate that keeps the AMD host's bits, the
 # tiny:llama-arith_warm build from scratch and (e)'s PODS arm on seed 0 (the main job's arguments), all at
 # once, one thread each. From the repository root, after `source benchmarks/gpu/setup.sh .whl`:
@@ -18,10 +18,10 @@ pids=()
 for name in pin onednn strict mklinstr all3; do  # the sets of kernel_combos.txt that keep the AMD host's bits
     vars=$(awk -v n=$name '$1 == n { $1 = ""; print }' notebook/scripts/kernel_combos.txt)
     mkdir -p $R/$name/cache
-    env $vars PODS_CACHE=$PWD/$R/$name/cache timeout 400 python3 -m pods.models build tiny:llama-arith_warm \
+    env $vars PODS_CACHE=$PWD/$R/$name/cache timeout 400 python3 -m pods_repro.models build tiny:llama-arith_warm \
         > $R/logs/build_$name.log 2>&1 &
     pids+=($!)
-    env $vars timeout 400 python3 -m pods train $E out_dir=$R/$name/runs/e/sel~max_variance_n~32_m~8/seed~0 \
+    env $vars timeout 400 python3 -m pods_repro train $E out_dir=$R/$name/runs/e/sel~max_variance_n~32_m~8/seed~0 \
         > $R/logs/e_$name.log 2>&1 &
     pids+=($!)
 done

@@ -1,4 +1,4 @@
-"""Which CPU operations give the same bits on this machine as on another? (issue 10, pods.kernels)
+"""Which CPU operations give the same bits on this machine as on another? (issue 10, pods_repro.kernels)
 
 Run from the repository root (a few seconds):
 
@@ -10,7 +10,7 @@ digits of the SHA-256 of its float32 output's bytes, on inputs made by exact int
 random-number or transcendental kernel makes them). With ``--model``, also the logits and the gradients of
 a whole model (e.g. the pinned tiny:llama-arith_warm) on a fixed batch. Run it on two machines under the
 same environment variables and compare the objects: the operations whose digits differ are where the
-machines' kernels part. The process pins its kernels as the ``pods`` command does (pods.kernels) unless
+machines' kernels part. The process pins its kernels as the ``pods`` command does (pods_repro.kernels) unless
 ``--native``; variables already set (``MKL_CBWR``, ``ONEDNN_MAX_CPU_ISA``, ...) are kept, and printed.
 """
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     if args.native:
         os.environ["PODS_KERNELS"] = "native"
-    from pods.kernels import cpuinfo_field, pin_cpu_kernels
+    from pods_repro.kernels import cpuinfo_field, pin_cpu_kernels
 
     label = pin_cpu_kernels()
     import torch

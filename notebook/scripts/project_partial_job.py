@@ -1,8 +1,8 @@
 """Project the full main job from a partial one: measured per-job seconds where a job finished, the mean of
-its group (same run folder, else same setting) where it did not; then pods.analysis.jobtime.project."""
+its group (same run folder, else same setting) where it did not; then pods_repro.analysis.jobtime.project."""
 import re, subprocess, sys, statistics
 from pathlib import Path
-from pods.analysis import jobtime
+from pods_repro.analysis import jobtime
 
 root = Path(sys.argv[1])  # the clone (its results/ is the workflow root)
 done = {r["name"]: r for r in jobtime.job_table(root / "results")}

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from trl.trainer.utils import RepeatSampler, is_async_callable
 
-from pods.evaluation import mix_seed
+from pods.base import mix_seed
 from pods.trainer.compat import ROW_KEYS, SCALAR_KEYS, TRLCompatError
 
 __all__ = [

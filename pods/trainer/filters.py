@@ -11,7 +11,7 @@ import json
 
 import torch
 
-from pods.evaluation import mix_seed
+from pods.base import mix_seed
 from pods.trainer.batch import concat_rows, downsample_rows
 
 __all__ = ["SKIP_MAX_DRAWS", "GroupFilters", "check_filter_support"]

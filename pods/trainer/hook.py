@@ -20,9 +20,8 @@ from trl import GRPOTrainer
 from trl.trainer import grpo_trainer as _trl_grpo
 from trl.trainer.utils import add_fused_lm_head
 
-from pods.evaluation import mix_seed
+from pods.base import mix_seed, writing
 from pods.grpo import pods_advantages
-from pods.runlog import writing
 from pods.selectors import select, uses_lengths
 from pods.trainer.batch import (
     EpochRepeatSampler,
@@ -44,7 +43,6 @@ from pods.trainer.compat import (
 from pods.trainer.filters import SKIP_MAX_DRAWS as SKIP_MAX_DRAWS
 from pods.trainer.filters import GroupFilters, _prompt_key, check_filter_support
 from pods.trainer.forwards import KeptForwards
-from pods.trainer.generation import GenerationHelpers
 from pods.trainer.options import _check_group_filters, _check_pods_geometry, _pods_option
 from pods.trainer.round_logs import DEBUG_ENV, RoundLogs
 
@@ -61,7 +59,7 @@ STEP_COUNTS = ("gen_rollouts", "gen_tokens", "trained_rollouts", "trained_tokens
 generation rounds of the refill filter, prompts skipped before generation."""
 
 
-class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GenerationHelpers, GRPOTrainer):
+class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GRPOTrainer):
     """TRL's GRPOTrainer with PODS down-sampling between the rewards and the advantages.
 
     A drop-in for ``GRPOTrainer``: every ``GRPOConfig`` works as it does in TRL (``max_steps`` or
@@ -70,53 +68,9 @@ class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GenerationHelpers, 
     PODS parameters come from a :class:`PODSConfig` (``args=PODSConfig(pods_m=4, ...)``) or from the
     keyword arguments below (a keyword given in both places must agree).
 
-    Keyword arguments (everything else goes to ``GRPOTrainer``):
-        pods_m: rollouts kept per group of n (``args.num_generations``); m == n is vanilla GRPO.
-        pods_rule: a :data:`pods.selectors.RULES` name (default max_variance) or one registered with
-            :func:`pods.register_selector`.
-        pods_normalize: "after" (kept-subset statistics, default) or "before" (all-n statistics).
-        pods_ga_same_prompt: False (default, TRL's meaning): the ``gradient_accumulation_steps``
-            micro-batches of an optimizer step hold different prompts, one group of n each. True (the
-            paper's GRPO-GA, settings (e)-(f), what ``pods train`` uses): each prompt is generated
-            GA x n times in one round and normalised as GA separate groups of n, so an optimizer step
-            holds ``per_device_train_batch_size / n`` distinct prompts per process, GA groups each.
-        pods_seed: seeds selection (random rule) and per-prompt rollout sampling (default args.seed).
-        pods_max_steps: with ``pods_ga_same_prompt=True``, the optimizer steps whose prompts the sampler
-            streams in one pass (default ``args.max_steps``; none for epoch-based training, ``max_steps=-1``).
-            TRL's grouping (the default) uses TRL's sampler, one data epoch per pass, and does not read it.
-        pods_scheduler_steps: horizon of the LR schedule (default: HF's number of training steps).
-        pods_seeded_generation: False (default, TRL's way): one ``generate`` call per generation round.
-            True (what ``pods train`` uses): each prompt group sampled under its own seed (run seed, step,
-            the prompt's global position), so the rollouts do not depend on the number of processes or of
-            prompts per call; one ``generate`` call per prompt group (HF backend only).
-        pods_fast_decode: sample with :mod:`pods.fastgen` where it covers the model and the sampling settings
-            (token-identical to ``generate``; the seeded prompt groups in one batched call); evaluation too.
-        pods_strict_rewards: False (default, TRL's convention): a reward function may return ``None`` for
-            a completion it does not apply to, and the row's reward is the sum of the others; True (what
-            ``pods train`` uses): any ``None``/NaN is an error. inf, and a row no function scored, always are.
-        pods_filter_zero_std: False (default). True: a prompt group whose n rewards are all equal leaves
-            the update (DAPO's dynamic sampling, without refilling the batch): its kept rows stay in the
-            batch with their tokens masked out of the loss and of its normaliser (TRL's losses that
-            average over rows average over the remaining rows), and the number of such groups per
-            generation round is logged as ``pods/filtered_groups``.
-        pods_refill_max_rounds: 0 (default): off. K > 0: DAPO-style dynamic sampling with refill (one process):
-            after scoring, while some groups of the round have zero reward variance, n rollouts are generated
-            for as many further prompts (drawn uniformly from the training set, seeded by the run seed, the
-            step and the round), at most K extra rounds; each uninformative group is replaced by the next
-            informative new one, in order. A group still uninformative after K rounds is filtered as with
-            ``pods_filter_zero_std`` (which refill turns on). Logged: ``refill_rounds``.
-        pods_skip_after, pods_skip_prob: 0 (default): off. k > 0: GRESO-style pre-generation skip (one process):
-            a prompt whose last k groups all had zero reward variance is skipped before generation with
-            probability ``pods_skip_prob`` (default 0.5; the draw seeded by the run seed, the step and the
-            prompt) and another prompt drawn from the training set in its place (at most SKIP_MAX_DRAWS per
-            slot). The history lives in the trainer (not in checkpoints: a resumed run starts it afresh).
-            Logged: ``skipped_prompts``.
-        pods_logprob_temperature: "sampling" (TRL: log-probs of logits / T) or "none" (raw logits).
-        pods_keep_groups: keep prompt groups whole in the GA micro-batches (no row shuffle; token_group).
-        pods_base_model: the base model's name for the model card (default: the model config's
-            ``_name_or_path``).
-        pods_grad_accum: legacy spelling of ``pods_ga_same_prompt=True``; must equal
-            ``args.gradient_accumulation_steps``.
+    The keywords (``pods_m``, ``pods_rule``, ``pods_normalize``, ``pods_ga_same_prompt``, the filters, ...)
+    are documented once, in docs/trl.md ("Config fields"); everything else goes to ``GRPOTrainer``.
+    A misspelt ``pods_*`` keyword is refused naming the closest valid one.
 
     Batch geometry: ``per_device_train_batch_size`` counts *generated* rows (P x n per process and
     micro-batch, as in TRL); after down-sampling a micro-batch holds P x m rows.
@@ -124,6 +78,7 @@ class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GenerationHelpers, 
 
     _tag_names = ["trl", "grpo", "pods"]
     _name = "GRPO-PODS"
+    reads_pods_fields = True  # PODSConfig refuses to configure a Trainer without this mark (options.py)
 
     def __init__(
         self,
@@ -140,7 +95,6 @@ class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GenerationHelpers, 
         pods_grad_accum: int | None = None,
         pods_logprob_temperature: str = "sampling",
         pods_keep_groups: bool = False,
-        pods_fast_decode: bool = False,
         pods_strict_rewards: bool = False,
         pods_filter_zero_std: bool | None = None,
         pods_refill_max_rounds: int | None = None,
@@ -159,7 +113,6 @@ class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GenerationHelpers, 
         self.pods_logprob_temperature = pods_logprob_temperature
         self.pods_keep_groups = bool(pods_keep_groups)
         self.pods_seeded_generation = False  # resolved below, once args is known
-        self.pods_fast_decode = bool(pods_fast_decode)
         self.pods_strict_rewards = bool(pods_strict_rewards)
         self.pods_scheduler_steps = pods_scheduler_steps
         self.pods_base_model = pods_base_model
@@ -243,6 +196,14 @@ class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GenerationHelpers, 
         sync_device(self.accelerator.device)
         self.pods_timing["gen_s"] += time.perf_counter() - t0
         return out
+
+    def _fast_decode_model(self) -> Any:
+        """A model a faster sampler may decode for (None: TRL's ``generate``). A subclass with such a sampler
+        overrides this and :meth:`_fast_generate`; its tokens must equal ``generate``'s under the same seed."""
+        return None
+
+    def _fast_generate(self, model: Any, prompt_ids: list[list[int]], seeds: list[int] | None) -> list[list[int]]:
+        raise NotImplementedError("a subclass that returns a model from _fast_decode_model samples here")
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         rows = self.num_generations * self.pods_grad_accum

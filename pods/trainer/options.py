@@ -126,9 +126,8 @@ def _refuse_foreign_trainer(args: PODSConfig, owner: Any) -> None:
     """Raise if ``owner`` is a transformers ``Trainer`` that is not a :class:`~pods.trainer.PODSGRPOTrainer`."""
     from transformers import Trainer
 
-    from pods.trainer.hook import PODSGRPOTrainer
-
-    if isinstance(owner, Trainer) and not isinstance(owner, PODSGRPOTrainer):
+    # The trainer class marks itself (hook.py imports this module, so this one does not import it back).
+    if isinstance(owner, Trainer) and not getattr(type(owner), "reads_pods_fields", False):
         raise TypeError(
             f"pods.PODSConfig(pods_m={args.pods_m}) was given to {type(owner).__module__}.{type(owner).__name__}, which "
             "ignores the pods_* fields: it would train vanilla GRPO on all "
@@ -138,8 +137,8 @@ def _refuse_foreign_trainer(args: PODSConfig, owner: Any) -> None:
 
 
 def _check_rule(who: str, rule: Any, n: int, m: Any) -> None:
-    """:func:`pods.registry.check_rule` (m >= 2, m <= n, the rule's own needs) in the trainer's names."""
-    from pods.registry import RuleError
+    """:func:`pods_repro.registry.check_rule` (m >= 2, m <= n, the rule's own needs) in the trainer's names."""
+    from pods.base import RuleError
     from pods.selectors import check_rule  # the live registry: rules added with register_selector count
 
     try:

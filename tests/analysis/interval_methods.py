@@ -1,4 +1,4 @@
-"""The interval methods the coverage study compared and the analysis does not use (pods/analysis/intervals.py
+"""The interval methods the coverage study compared and the analysis does not use (pods_repro/analysis/intervals.py
 keeps the recommended ones): the basic, BCa and bootstrap-t intervals, and any of the six on a statistic of one
 arm's mean curve (`curve_stat_interval`). tests/analysis/test_intervals.py checks that each gives ordered bounds."""
 
@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pods.analysis import intervals as I
-from pods.analysis.intervals import (
+from pods_repro.analysis import intervals as I
+from pods_repro.analysis.intervals import (
     _batch,
     _both_ends,
     _check_ci,

@@ -1,4 +1,4 @@
-"""Tests of pods.analysis.ablations: what the sweeps and the rule/normalisation ablations show (`analysis ablations`)."""
+"""Tests of pods_repro.analysis.ablations: what the sweeps and the rule/normalisation ablations show (`analysis ablations`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from pods.analysis.ablations import _agreement, ablation_groups, ablation_table, write_ablation_table
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.tidy import arm_label
+from pods_repro.analysis.ablations import _agreement, ablation_groups, ablation_table, write_ablation_table
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.tidy import arm_label
 
 
 def _arm(setting, n, m, values_by_seed, steps, rule="max_variance", normalize="after", role="", start=0.8, dt=100.0):

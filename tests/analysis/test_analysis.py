@@ -1,4 +1,4 @@
-"""Tests of pods.analysis: time-to-peak, bootstrap, tidy loaders, the released-logs re-analysis.
+"""Tests of pods_repro.analysis: time-to-peak, bootstrap, tidy loaders, the released-logs re-analysis.
 
 The released-logs tests check the numbers recomputed from the authors' files (docs/paper.md#table-3), so
 they pin the checkpoint-to-grid mapping; they are skipped when ../shared/reference is absent.
@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.collect import load_run_steps, load_runs
-from pods.analysis.curves import mean_curve
-from pods.analysis.paper_clock import cost_model, paper_clock
-from pods.analysis.plateau import baseline_plateau_share
-from pods.analysis.released import read_released
-from pods.analysis.speedups import (
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.collect import load_run_steps, load_runs
+from pods_repro.analysis.curves import mean_curve
+from pods_repro.analysis.paper_clock import cost_model, paper_clock
+from pods_repro.analysis.plateau import baseline_plateau_share
+from pods_repro.analysis.released import read_released
+from pods_repro.analysis.speedups import (
     Comparison,
     bootstrap_speedup,
     default_comparisons,
@@ -33,7 +33,7 @@ from pods.analysis.speedups import (
     time_to_peak,
     write_table,
 )
-from pods.analysis.tidy import (
+from pods_repro.analysis.tidy import (
     CURVE_COLUMNS,
     AnalysisInputError,
     arm_label,
@@ -283,7 +283,7 @@ def test_never_reached_resamples_count_in_the_interval_and_the_conditional_one_s
 
 def test_no_speedup_interval_below_five_seeds_per_arm():
     """At 3-4 seeds per arm no bootstrap interval of a first-reach ratio held 95% coverage in simulation
-    (pods.analysis.intervals), so none is printed: NaN, and the point and never share still stand."""
+    (pods_repro.analysis.intervals), so none is printed: NaN, and the point and never share still stand."""
     base, pods = _runs([[0, 0.5, 0.9, 0.9]] * 4), _runs([[0, 0.9, 0.9, 0.9]] * 4)
     boot = bootstrap_speedup(base, pods, n_boot=200)
     assert math.isnan(boot["ci_low"])
@@ -848,7 +848,7 @@ def test_late_gain_tells_a_rising_baseline_from_a_flat_one_whose_argmax_fell_lat
     one = speedup_table(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, rising[:1], steps[:1]) + pods), [comp]).iloc[0]
     assert one["late_gain_baseline"] == pytest.approx(0.95 - 0.78)
     assert math.isnan(one["late_gain_baseline_ci_low"])
-    from pods.analysis.speedups import _plateau_cell
+    from pods_repro.analysis.speedups import _plateau_cell
 
     assert "late gain" not in _plateau_cell(rows["flat"].to_dict() | {"plateau_baseline": True})
 
@@ -890,8 +890,8 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
     assert "2nd-half trend +8.3 [+5.5, +11.1] pts" in (tmp_path / "t.md").read_text()
     # a plateau row shows its trend too, without a late gain; one seed: no interval; fewer than three
     # evaluations in the second half: no trend
-    from pods.analysis.plateau import baseline_trend
-    from pods.analysis.speedups import _plateau_cell
+    from pods_repro.analysis.plateau import baseline_trend
+    from pods_repro.analysis.speedups import _plateau_cell
 
     cell = _plateau_cell(f.to_dict() | {"plateau_baseline": True})
     assert "late gain" not in cell
@@ -906,11 +906,11 @@ def test_trend_finds_a_slowly_rising_baseline_that_the_late_gain_cannot_tell_fro
 def test_plateau_table_prints_the_t_intervals_and_keeps_the_trend_s_interval_when_a_seed_misses_an_evaluation(
     tmp_path,
 ):
-    """`plateau` prints the late gain's jackknife t-interval and the trend's Student t-interval (pods.analysis.
+    """`plateau` prints the late gain's jackknife t-interval and the trend's Student t-interval (pods_repro.analysis.
     intervals), not a percentile bootstrap; where a seed misses an evaluation of the second half, the trend's
     interval is the jackknife t of the mean curve's rise, which on complete seeds is the Student t exactly."""
-    from pods.analysis import intervals
-    from pods.analysis.plateau import _trend_jackknife, plateau_table, write_plateau_table
+    from pods_repro.analysis import intervals
+    from pods_repro.analysis.plateau import _trend_jackknife, plateau_table, write_plateau_table
 
     steps = list(range(10, 110, 10))
     values = np.round(0.70 + 0.002 * np.array(steps) + np.random.default_rng(1).normal(0, 0.01, (3, 10)), 3)
@@ -949,7 +949,7 @@ def test_plateau_table_prints_the_t_intervals_and_keeps_the_trend_s_interval_whe
 def test_paper_seconds_per_step_without_released_logs_uses_stated_values_then_the_cost_model():
     """released_logs: none: (a), (e), (f) take the released runs' s/step the package records, the others the
     cost model."""
-    from pods.analysis.paper_clock import paper_seconds_per_step
+    from pods_repro.analysis.paper_clock import paper_seconds_per_step
 
     # (a): the n sweep's 16/16 and 64/16 values on 1 L40S, as the released logs give them.
     base, pods_, source = paper_seconds_per_step("a", None)
@@ -994,7 +994,7 @@ def test_plateau_share_is_the_argmax_criterion_over_seed_resamples(tmp_path):
     # one seed: a resample is that seed, no share, and the cell says nothing of resamples
     one = baseline_plateau_share(pd.DataFrame(_tidy_arm("a", "grpo", 4, 4, base[:1], steps[:1])))
     assert math.isnan(one["p_plateau_baseline"])
-    from pods.analysis.speedups import _plateau_cell
+    from pods_repro.analysis.speedups import _plateau_cell
 
     assert "resamples" not in _plateau_cell(row.to_dict() | {"p_plateau_baseline": math.nan})
 

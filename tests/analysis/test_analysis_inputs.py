@@ -1,4 +1,4 @@
-"""pods.analysis refuses nonsense: values out of range, broken or wrongly shaped
+"""pods_repro.analysis refuses nonsense: values out of range, broken or wrongly shaped
 JSON/CSV, a comparison with a missing arm, and an interval from one seed. Each error names the file
 (and line, row or key) and says what to do.
 
@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.collect import collect_runs, load_runs
-from pods.analysis.released import read_released
-from pods.analysis.speedups import Comparison, released_comparisons, speedup_table
-from pods.analysis.tidy import AnalysisInputError, read_curves
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.collect import collect_runs, load_runs
+from pods_repro.analysis.released import read_released
+from pods_repro.analysis.speedups import Comparison, released_comparisons, speedup_table
+from pods_repro.analysis.tidy import AnalysisInputError, read_curves
 
 
 def _helpers():

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.tidy import CURVE_COLUMNS
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.tidy import CURVE_COLUMNS
 
 ARMS = [("grpo", 4, 4, "baseline", 0.70), ("pods", 16, 4, "pods", 0.74), ("pods", 8, 4, "", 0.72)]
 SEEDS = (0, 1, 2)

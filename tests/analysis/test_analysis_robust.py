@@ -20,10 +20,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.released import read_released
-from pods.analysis.released_logs import make_manifest
-from pods.analysis.tidy import AnalysisInputError, check_grids, read_curves, read_steps
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.released import read_released
+from pods_repro.analysis.released_logs import make_manifest
+from pods_repro.analysis.tidy import AnalysisInputError, check_grids, read_curves, read_steps
 
 
 def _load(name: str):
@@ -352,7 +352,7 @@ def test_a_folder_given_as_a_table_is_one_line(table, tmp_path, capsys):
 
 
 def test_out_dir_that_is_a_file_is_refused_before_any_computation(table, tmp_path, capsys, monkeypatch):
-    from pods.analysis import collect, speedups
+    from pods_repro.analysis import collect, speedups
 
     def no_computation(*args, **kwargs):
         raise AssertionError("the computation ran before the output folder was checked")

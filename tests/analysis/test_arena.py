@@ -1,5 +1,5 @@
 """The selection arena: its grid (config/arena.yaml, config/runs_arena.tsv), its statistics and verdicts
-(pods.analysis.arena), and docs/arena.md, regenerated from the committed record byte for byte."""
+(pods_repro.analysis.arena), and docs/arena.md, regenerated from the committed record byte for byte."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods.analysis import arena as A
-from pods.analysis import arena_page
-from pods.arena import ArenaError, load_arena
+from pods_repro.analysis import arena as A
+from pods_repro.analysis import arena_page
+from pods_repro.arena import ArenaError, load_arena
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = REPO / "benchmarks" / "results" / "arena"
@@ -35,7 +35,7 @@ def test_full_grid_is_every_arm_under_every_condition_and_seed():
 
 
 def test_every_arena_run_is_a_valid_config():
-    from pods.config import load_config
+    from pods_repro.config import load_config
 
     grid = load_arena("full")
     for cond in grid.conditions:

@@ -1,4 +1,4 @@
-"""The arena's record in sittings (pods.analysis.arena_record): a sitting adds its finished runs, checked by
+"""The arena's record in sittings (pods_repro.analysis.arena_record): a sitting adds its finished runs, checked by
 fingerprint; a run already recorded must agree; a condition's table fills only once all its runs are recorded.
 
 The run folders are written by hand (config.json from the grid's own resolved config, eval/metrics/summary in
@@ -13,15 +13,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods.analysis import arena as A
-from pods.analysis import arena_record as R
-from pods.arena import load_arena
+from pods_repro.analysis import arena as A
+from pods_repro.analysis import arena_record as R
+from pods_repro.arena import load_arena
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _write_run(root: Path, run, steps: int, every: int, lift: float = 0.0, lr: float | None = None) -> None:
-    from pods.config import load_config, to_dict
+    from pods_repro.config import load_config, to_dict
 
     cfg = load_config(REPO / "experiments" / "tiny_a.yaml", list(run.overrides), check_machine=False)
     cfg = dataclasses.replace(cfg, seed=run.seed)

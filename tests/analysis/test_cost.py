@@ -1,4 +1,4 @@
-"""pods.analysis.cost: the paper scale's GPU-hours from the run sheet, the seeds and the budgets, and the README
+"""pods_repro.analysis.cost: the paper scale's GPU-hours from the run sheet, the seeds and the budgets, and the README
 table that `pods cost` generates (kept equal to the command's output)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pods import cli
-from pods.analysis import cost
+from pods_repro import cli
+from pods_repro.analysis import cost
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -1,4 +1,4 @@
-"""pods.analysis.gradsignal and `pods analysis signal`: the share of steps whose trained rollouts all got one reward."""
+"""pods_repro.analysis.gradsignal and `pods analysis signal`: the share of steps whose trained rollouts all got one reward."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.gradsignal import _per_run_shares
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.gradsignal import _per_run_shares
 
 
 def write_run(root: Path, n: int, m: int, seed: int, kept: list[float], generated: list[float], rule="max_variance"):
@@ -141,7 +141,7 @@ def test_an_arm_s_interval_is_the_t_interval_of_its_own_seeds_shares():
     the same interval: nothing is drawn."""
     import numpy as np
 
-    from pods.analysis.gradsignal import signal_table
+    from pods_repro.analysis.gradsignal import signal_table
 
     shares = [0.05, 0.1, 0.2, 0.3, 0.35, 0.5, 0.6, 0.9]
     alone = signal_table(pd.DataFrame(_signal_rows(16, shares)), n_boot=300).iloc[0]

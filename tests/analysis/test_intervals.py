@@ -1,4 +1,4 @@
-"""Tests of the seed intervals (pods/analysis/intervals.py): the Student-t quantile, the statistics' censoring rules, and the
+"""Tests of the seed intervals (pods_repro/analysis/intervals.py): the Student-t quantile, the statistics' censoring rules, and the
 coverage of the recommended methods on simulated experiments with a known truth."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import interval_methods as study
 import numpy as np
 import pytest
 
-from pods.analysis import intervals as I
+from pods_repro.analysis import intervals as I
 
 # ----------------------------------------------------------------------------------------------
 # the t quantile
@@ -452,8 +452,8 @@ def test_rerun_bounds_agree_within_their_stated_mc_error():
     """The released logs' (e) and (f) (5-6 seeds per arm): each printed bound of reruns with 8 bootstrap seeds
     lies within the Monte-Carlo errors (`ci_mc`) stated by seed 0's table and its own, so `ci_mc` is what a
     reader may expect another seed to change; it is 0 where every rerun agrees."""
-    from pods.analysis.speedups import released_comparisons, speedup_table
-    from pods.analysis.tidy import read_curves
+    from pods_repro.analysis.speedups import released_comparisons, speedup_table
+    from pods_repro.analysis.tidy import read_curves
 
     root = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "released"
     curves = read_curves(root / "curves.csv.gz")

@@ -1,4 +1,4 @@
-"""Tests of pods.analysis.jobtime: a finished job's per-job seconds and their replay on more cores."""
+"""Tests of pods_repro.analysis.jobtime: a finished job's per-job seconds and their replay on more cores."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pods.analysis import jobtime
-from pods.analysis.cli import main as analysis_main
+from pods_repro.analysis import jobtime
+from pods_repro.analysis.cli import main as analysis_main
 
 
 def _bench(path, seconds):
@@ -83,7 +83,7 @@ def test_cli_prints_the_replays(tmp_path, capsys):
 def test_cpu_seconds_are_kept_and_replayed(tmp_path):
     """A job's CPU seconds (Snakemake's `cpu_time`) travel with the table, and the replay can use them: on a shared
     host the wall seconds measure the neighbours."""
-    from pods.analysis import jobtime
+    from pods_repro.analysis import jobtime
 
     logs = tmp_path / "results" / "logs"
     for name, wall, cpu in (("train/a/x/seed~0", 30.0, 10.0), ("train/a/x/seed~1", 40.0, 12.0)):

@@ -1,4 +1,4 @@
-"""Tests of pods.analysis.levels: the speed-up at fixed accuracy levels, and its `levels` command."""
+"""Tests of pods_repro.analysis.levels: the speed-up at fixed accuracy levels, and its `levels` command."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.levels import level_speedups, level_table
-from pods.analysis.speedups import speedup_table
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.levels import level_speedups, level_table
+from pods_repro.analysis.speedups import speedup_table
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Tests of pods.analysis.power: the projected width of speed-up (i)'s interval with N seeds per arm (`analysis seeds`)."""
+"""Tests of pods_repro.analysis.power: the projected width of speed-up (i)'s interval with N seeds per arm (`analysis seeds`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pods.analysis.cli import main as analysis_main
-from pods.analysis.power import seed_projection
+from pods_repro.analysis.cli import main as analysis_main
+from pods_repro.analysis.power import seed_projection
 
 STEPS = list(range(25, 625, 25))  # 24 evaluations, as the tiny (a) main arms
 
@@ -70,8 +70,8 @@ def test_each_simulated_and_the_measured_interval_is_the_time_to_peak_table_s_ex
     way: each arm's seeds as trend + offset + noise, then the resamples) and on the measured seeds. The plain
     percentile of the same resamples is narrower: this projection used to report it (over resamples in which
     PODS reached the target)."""
-    from pods.analysis import intervals, power
-    from pods.analysis.curves import arm_matrices as arm_of
+    from pods_repro.analysis import intervals, power
+    from pods_repro.analysis.curves import arm_matrices as arm_of
 
     curves = _curves(helpers, sigma_eval=0.03)
     steps_T = np.array(STEPS, float)
@@ -102,7 +102,7 @@ def test_each_simulated_and_the_measured_interval_is_the_time_to_peak_table_s_ex
 def test_below_five_seeds_per_arm_there_is_no_interval_and_the_row_says_why(helpers, tmp_path):
     """At 3 seeds per arm no interval held 95% in simulation: the time-to-peak table gives none, so the projection
     reports n/a (the point and the never share stand), and so does the measured interval of a 4-seed run."""
-    from pods.analysis.power import write_seed_projection
+    from pods_repro.analysis.power import write_seed_projection
 
     table = seed_projection(_curves(helpers, seeds=4), seeds=[3, 5], sims=20, n_boot=200)
     three, five = table.iloc[0], table.iloc[1]

@@ -1,4 +1,4 @@
-"""The default job's record made in sittings (pods.analysis.record): real runs are added, a recomputed run must
+"""The default job's record made in sittings (pods_repro.analysis.record): real runs are added, a recomputed run must
 agree with the record, a run trained under another config is refused, and the runs still to train are listed as
 Snakemake targets."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods.analysis import record
-from pods.analysis.tidy import AnalysisInputError
-from pods.config.fingerprint import config_fingerprint
-from pods.run import train
+from pods_repro.analysis import record
+from pods_repro.analysis.tidy import AnalysisInputError
+from pods_repro.config.fingerprint import config_fingerprint
+from pods_repro.run import train
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 def job(tmp_path_factory, tiny_overrides):
     """A job root with two finished real runs (the test policy, 2 steps) and their Snakemake benchmark files,
     and the default job taken to be those two runs plus a third, not trained."""
-    from pods.config import load_config
+    from pods_repro.config import load_config
 
     root = tmp_path_factory.mktemp("job") / "results"
     expected = {}
@@ -142,8 +142,8 @@ def test_a_recomputed_run_is_compared_with_the_record(fake_job, tmp_path):
 
 def test_cpu_runs_carry_their_cpu_clock_into_the_curves(job):
     """CPU runs' curves carry cpu_time_s (their training clock in CPU seconds), which speed-up (ii) reads."""
-    from pods.analysis.collect import load_runs_at
-    from pods.analysis.curves import arm_matrices
+    from pods_repro.analysis.collect import load_runs_at
+    from pods_repro.analysis.curves import arm_matrices
 
     root, _ = job
     dirs = sorted(p.parent for p in (root / "runs").glob("*/*/seed~*/summary.json"))

@@ -1,4 +1,4 @@
-"""pods.analysis.released_logs: the committed SHA-256 manifest of the authors' released logs, verification of a
+"""pods_repro.analysis.released_logs: the committed SHA-256 manifest of the authors' released logs, verification of a
 local copy, and the download of the pinned release (offline: a file:// tarball and an unreachable host).
 
 The README's released-logs command downloads the pinned release by default, verified
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pods.analysis import released_logs as R
+from pods_repro.analysis import released_logs as R
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"

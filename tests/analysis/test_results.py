@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods.analysis import results
+from pods_repro.analysis import results
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "results"
@@ -93,7 +93,7 @@ def _job_record(tmp_path, monkeypatch) -> Path:
     """A copy of the committed records with a tiny job recorded from real tiny runs (the H100 record of the tiny
     (a) on 8 seeds and (e) on 4, standing in for the default job, which is then taken to be exactly those runs),
     in the layout `pods analysis record` writes."""
-    from pods.analysis import record
+    from pods_repro.analysis import record
 
     data = tmp_path / "data"
     shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("tiny"))
@@ -146,7 +146,7 @@ def test_without_a_tiny_record_the_page_says_so_and_how_to_make_it(generated):
 def test_a_partly_recorded_job_fills_only_its_complete_settings(tmp_path, monkeypatch):
     """A record made in sittings and not finished: the settings with every run recorded are filled, the others
     say how many of their runs are recorded, and the page says how to train the rest."""
-    from pods.analysis import record
+    from pods_repro.analysis import record
 
     data = _job_record(tmp_path, monkeypatch)
     fake = record.expected_runs()
@@ -166,7 +166,7 @@ def test_a_partly_recorded_job_fills_only_its_complete_settings(tmp_path, monkey
 
 def test_a_record_with_a_stale_or_foreign_run_is_refused(tmp_path, monkeypatch):
     """`pods analysis results` refuses a record whose runs the default job no longer trains as recorded."""
-    from pods.analysis import record
+    from pods_repro.analysis import record
 
     data = _job_record(tmp_path, monkeypatch)
     fake = record.expected_runs()
@@ -215,7 +215,7 @@ def test_the_recorded_trl_benchmark_matches_trls_generate_calls_and_time():
 def test_each_verdict_follows_its_rule_when_a_number_changes(generated):
     """The page's verdicts are computed: moving an interval's bound across 1 (speed-ups), across the paper's
     figure, or across 0 (differences) changes the verdict on the page."""
-    from pods.analysis import sections, verdicts
+    from pods_repro.analysis import sections, verdicts
 
     assert verdicts.speedup(1.01, 2.0) == "faster"
     assert verdicts.speedup(0.99, 2.0) == "not resolved"

@@ -1,4 +1,4 @@
-"""Smoke and correctness tests of pods/bench/bench_memory.py, bench_asymmetry.py and cost_model.py.
+"""Smoke and correctness tests of pods_repro/bench/bench_memory.py, bench_asymmetry.py and cost_model.py.
 
 The benchmarks run here on a randomly initialised micro Llama (built in a temp dir in a second), at
 sizes where one run takes a few seconds; they check the CSV contract (fig_1_asymmetry.py reads the
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pods.analysis import cost_model
-from pods.bench import bench_asymmetry, bench_memory
+from pods_repro.analysis import cost_model
+from pods_repro.bench import bench_asymmetry, bench_memory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,7 +39,7 @@ def micro_model(tmp_path_factory) -> str:
     """A random 2-layer Llama with the project's character tokenizer, saved as a local model dir."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from pods.models import build_char_tokenizer
+    from pods_repro.models import build_char_tokenizer
 
     tok = build_char_tokenizer()
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -277,7 +277,7 @@ def test_help(mod, capsys):
 def test_benchmarks_folder_holds_thin_entry_points(name):
     """benchmarks/*.py only forward to the package, so that an installed wheel has every benchmark's code."""
     text = (REPO / "benchmarks" / f"{name}.py").read_text()
-    assert f"from pods.bench.{name} import main" in text
+    assert f"from pods_repro.bench.{name} import main" in text
     assert len(text.splitlines()) < 20
 
 
@@ -296,7 +296,7 @@ def test_profile_tiny_step_splits_the_step(tiny_policy_dir, tmp_path):
     step into generation + reward + update + bookkeeping (which add up to the step)."""
     import json
 
-    from pods.bench import profile_tiny_step
+    from pods_repro.bench import profile_tiny_step
 
     out = tmp_path / "profile.json"
     args = ["--steps", "2", "--arms", "baseline", "--eval-examples", "2", "--model", str(tiny_policy_dir)]
@@ -314,11 +314,11 @@ def test_profile_tiny_step_splits_the_step(tiny_policy_dir, tmp_path):
 
 
 def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(tiny_policy_dir, tmp_path, capsys):
-    """--fast-decode both: each arm twice (pods.fastgen, then transformers' generate), the same rollouts
+    """--fast-decode both: each arm twice (pods_repro.fastgen, then transformers' generate), the same rollouts
     (equal completion lengths), and the generation ratio printed."""
     import json
 
-    from pods.bench import profile_tiny_step
+    from pods_repro.bench import profile_tiny_step
 
     out = tmp_path / "profile.json"
     args = ["--steps", "2", "--arms", "baseline", "--eval-examples", "2", "--model", str(tiny_policy_dir)]
@@ -327,7 +327,7 @@ def test_profile_tiny_step_compares_fastgen_with_generate_on_the_same_rollouts(t
     assert (fast["arm"], slow["arm"]) == ("baseline n=16 m=16 fastgen", "baseline n=16 m=16 generate")
     assert (fast["fast_decode"], slow["fast_decode"]) == (True, False)
     assert fast["mean_step"]["completion_len"] == slow["mean_step"]["completion_len"]
-    assert "transformers' generate / pods.fastgen" in capsys.readouterr().out
+    assert "transformers' generate / pods_repro.fastgen" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- bench_job_levers
@@ -338,7 +338,7 @@ def test_same_bits_ignores_seconds_and_sees_any_other_value(tmp_path):
     any logged value may not (hand-made logs; the slow test below runs the whole benchmark)."""
     import json
 
-    from pods.bench import bench_job_levers
+    from pods_repro.bench import bench_job_levers
 
     rows = [{"step": s, "reward_mean": 0.25 * s, "loss": 0.1 / s, "time_s": 0.5 * s} for s in (1, 2)]
     evals = [{"step": 0, "dataset": "arith", "accuracy": 0.2, "eval_time_s": 1.0}]
@@ -368,7 +368,7 @@ def test_job_levers_times_both_codes_and_checks_their_bits(tiny_policy_dir, tmp_
     import csv
     import json
 
-    from pods.bench import bench_job_levers
+    from pods_repro.bench import bench_job_levers
 
     out, keep = tmp_path / "levers.csv", tmp_path / "runs"
     sets = [
@@ -421,7 +421,7 @@ def test_committed_gpu_tables_recompute_from_their_curves(tmp_path):
     (docs/paper.md#seconds-per-step)."""
     import pandas as pd
 
-    from pods.analysis.cli import main as analysis_main
+    from pods_repro.analysis.cli import main as analysis_main
 
     res = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
     for steps, table in (("steps", "time_to_peak"), ("steps_alone", "time_to_peak_alone")):
@@ -441,7 +441,7 @@ def test_committed_gpu_tag_token_tables_recompute_from_their_curves(tmp_path):
     curves and steps: every number but the paper-hardware columns (there from the released logs' steps.csv)."""
     import pandas as pd
 
-    from pods.analysis.cli import main as analysis_main
+    from pods_repro.analysis.cli import main as analysis_main
 
     res = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
     curves, steps = str(res / "gpu_h100_tt_curves.csv"), str(res / "gpu_h100_tt_steps.csv")
@@ -458,10 +458,10 @@ def test_committed_gpu_tag_token_tables_recompute_from_their_curves(tmp_path):
 
 def test_gpu_env_report_runs_as_a_module_from_the_repository_root():
     """benchmarks/gpu/checks.sh's first step (`python3 -m benchmarks.gpu.env_report`) on this machine: the
-    versions come from pods.runlog.package_versions, as in every run's config.json meta."""
+    versions come from pods_repro.runlog.package_versions, as in every run's config.json meta."""
     import json
 
-    from pods.runlog import package_versions
+    from pods_repro.runlog import package_versions
 
     res = subprocess.run([sys.executable, "-m", "benchmarks.gpu.env_report"], cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -481,7 +481,9 @@ def test_gpu_env_report_runs_as_a_module_from_the_repository_root():
 )
 def test_bench_bad_input_exits_2_with_one_line(argv, why):
     # They used to end in a traceback (bench memory: one per arm subprocess, then a RuntimeError).
-    proc = subprocess.run([sys.executable, "-m", "pods", "bench", *argv], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pods_repro", "bench", *argv], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert why in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -495,7 +497,7 @@ def test_trl_generation_bench_prints_trl_s_calls_for_pods(tiny_policy_dir, capsy
     --out writes the same medians as CSV (the results page reads it)."""
     import pandas as pd
 
-    from pods.bench import bench_trl_generation
+    from pods_repro.bench import bench_trl_generation
 
     argv = ["--model", str(tiny_policy_dir), "--steps", "1", "--repeats", "1", "--prompts", "2", "--n", "4",
             "--m", "2", "--max-completion-length", "8", "--out", str(tmp_path / "trl.csv")]  # fmt: skip

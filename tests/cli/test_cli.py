@@ -1,6 +1,6 @@
-"""pods.cli: exit codes, messages on stderr, nothing written on bad input, dispatch to trainer/benchmarks.
+"""pods_repro.cli: exit codes, messages on stderr, nothing written on bad input, dispatch to trainer/benchmarks.
 
-Run: pytest tests/cli/test_cli.py   (about 15 s here: ~25 `python -m pods` subprocesses, run 4 at a time)
+Run: pytest tests/cli/test_cli.py   (about 15 s here: ~25 `python -m pods_repro` subprocesses, run 4 at a time)
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pods import cli
-from pods.config import load_config, to_dict
+from pods_repro import cli
+from pods_repro.config import load_config, to_dict
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_A = REPO / "experiments" / "tiny_a.yaml"
@@ -53,7 +53,7 @@ CLI_BAD = {
 
 def _run(args, cwd):
     return subprocess.run(
-        [sys.executable, "-m", "pods", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=_env()
+        [sys.executable, "-m", "pods_repro", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=_env()
     )
 
 
@@ -67,7 +67,7 @@ def _env():
 
 @pytest.fixture(scope="module")
 def cli_bad_results(tmp_path_factory):
-    """Run every CLI_BAD case once as `python -m pods train CONFIG ... out_dir=...`, 4 at a time."""
+    """Run every CLI_BAD case once as `python -m pods_repro train CONFIG ... out_dir=...`, 4 at a time."""
     root = tmp_path_factory.mktemp("cli_bad")
 
     def one(kind):
@@ -143,7 +143,7 @@ def test_missing_positional_names_only_what_is_required(sub, required, capsys):
 @pytest.fixture
 def fake_trainer(monkeypatch):
     calls = {}
-    run_mod, eval_mod = types.ModuleType("pods.run"), types.ModuleType("pods.evaluation")
+    run_mod, eval_mod = types.ModuleType("pods_repro.run"), types.ModuleType("pods_repro.evaluation")
 
     def train(cfg):
         calls["train"] = cfg
@@ -156,8 +156,8 @@ def fake_trainer(monkeypatch):
         return {"arith": {"accuracy": 0.5}}
 
     run_mod.train, eval_mod.evaluate = train, evaluate
-    monkeypatch.setitem(sys.modules, "pods.run", run_mod)
-    monkeypatch.setitem(sys.modules, "pods.evaluation", eval_mod)
+    monkeypatch.setitem(sys.modules, "pods_repro.run", run_mod)
+    monkeypatch.setitem(sys.modules, "pods_repro.evaluation", eval_mod)
     return calls
 
 
@@ -230,10 +230,10 @@ def test_bench_script_output_reaches_stdout(tmp_path, monkeypatch, capfd):
 
 
 def test_eval_path_imports_no_trainer():
-    """`pods eval` loads pods.evaluation only: neither pods.trainer nor TRL (the CLI imports lazily)."""
+    """`pods eval` loads pods_repro.evaluation only: neither pods.trainer nor TRL (the CLI imports lazily)."""
     code = (
-        "import sys, pods.cli, pods.evaluation; "
-        "bad = sorted(m for m in ('pods.trainer', 'pods.run', 'trl') if m in sys.modules); print(bad)"
+        "import sys, pods_repro.cli, pods_repro.evaluation; "
+        "bad = sorted(m for m in ('pods.trainer', 'pods_repro.run', 'trl') if m in sys.modules); print(bad)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=_env())
     assert proc.returncode == 0, proc.stderr

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pods import cli
-from pods import config as pc
+from pods_repro import cli
+from pods_repro import config as pc
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(REPO / "experiments" / "tiny_a.yaml")
@@ -86,7 +86,7 @@ def test_released_help_names_the_program_and_every_option(capsys):
     assert exc.value.code == 0
     text = capsys.readouterr().out
     assert text.startswith("usage: pods released")
-    assert "python -m pods.analysis" not in text
+    assert "python -m pods_repro.analysis" not in text
     for opt in ("--logs", "--out-dir", "--sheet", "--threshold", "--n-boot", "--boot-seed"):
         line = next(ln for ln in text.splitlines() if ln.strip().startswith(opt))
         # an option's help is on its line or the next one
@@ -110,7 +110,7 @@ def test_package_settings_raise_no_deprecation_warnings(make_trainer):
 
 def test_logs_without_a_terminal_are_plain_lines(tiny_cfg, tmp_path, capfd, monkeypatch):
     """Under Snakemake stderr is a file: no progress bar, no carriage return, one line per evaluation."""
-    from pods.run import train
+    from pods_repro.run import train
 
     monkeypatch.delenv("PODS_NO_PROGRESS", raising=False)  # the non-TTY check alone must do it
     run_dir = train(tiny_cfg(tmp_path / "run", "budget.max_steps=2", "eval.every_steps=1", "checkpoint.every_steps=2"))

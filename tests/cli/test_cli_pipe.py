@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PODS = [sys.executable, "-m", "pods"]
+PODS = [sys.executable, "-m", "pods_repro"]
 REPO = Path(__file__).resolve().parents[2]
 
 

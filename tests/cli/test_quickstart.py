@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pods import quickstart
+from pods_repro import quickstart
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def test_quickstart_runs_end_to_end(tmp_path):
     env = {**os.environ, "PODS_CACHE": os.environ.get("PODS_CACHE", str(REPO / "resources" / "models"))}
     out = tmp_path / "qs"
     done = subprocess.run(
-        [sys.executable, "-m", "pods", "quickstart", "--seeds", "1", "--steps", "25", "-j", "2", "--out", str(out)],
+        [sys.executable, "-m", "pods_repro", "quickstart", "--seeds", "1", "--steps", "25", "-j", "2", "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=1800, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pods import registry
-from pods.config import ConfigError, load_config
-from pods.config.fingerprint import FINGERPRINT_OMIT_AT_DEFAULT, config_fingerprint
-from pods.rewards import eval_metrics, flip_rewards, partial_int_credit, score, trl_reward_funcs
+from pods_repro import registry
+from pods_repro.config import ConfigError, load_config
+from pods_repro.config.fingerprint import FINGERPRINT_OMIT_AT_DEFAULT, config_fingerprint
+from pods_repro.rewards import eval_metrics, flip_rewards, partial_int_credit, score, trl_reward_funcs
 
 GOOD = "<think>\n5+3=8\n</think>\n<answer>\n{}\n</answer>"
 
@@ -105,7 +105,7 @@ def test_refill_and_skip_need_one_process():
 
 def test_group_filter_keys_become_trainer_keywords():
     pytest.importorskip("trl")
-    from pods.trainer.grpo_config import group_filter_kwargs
+    from pods_repro.trainer.grpo_config import group_filter_kwargs
 
     def kwargs(*overrides):
         return group_filter_kwargs(

@@ -1,6 +1,6 @@
-"""pods.config: every experiments/*.yaml validates, bad configs fail with key + fix, round trips, run names.
+"""pods_repro.config: every experiments/*.yaml validates, bad configs fail with key + fix, round trips, run names.
 
-Run: pytest tests/config/test_config.py   (about 10 s here; the paper configs import torch via pods.models)
+Run: pytest tests/config/test_config.py   (about 10 s here; the paper configs import torch via pods_repro.models)
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pods import config as pc
-from pods import registry
-from pods.config import (
+from pods_repro import config as pc
+from pods_repro import registry
+from pods_repro.config import (
     NAME_VOCAB,
     ConfigError,
     Machine,
@@ -387,7 +387,7 @@ def test_config_error_pickles_and_accepts_one_message():
 
 
 def test_every_field_has_a_docstring():
-    tree = ast.parse(inspect.getsource(inspect.getmodule(TrainConfig)))  # pods.config.schema: the dataclasses
+    tree = ast.parse(inspect.getsource(inspect.getmodule(TrainConfig)))  # pods_repro.config.schema: the dataclasses
     classes = {
         c.__name__
         for c in (
@@ -416,16 +416,19 @@ def test_every_field_has_a_docstring():
 
 def test_registry_rule_names_match_the_selectors():
     selectors = pytest.importorskip("pods.selectors")
-    assert registry.RULES == tuple(sorted(selectors.RULES)) == pc.RULES
+    rules = pytest.importorskip("pods_repro.rules")  # registers the rules from other papers
+    assert registry.RULES == selectors.registered_rules() == pc.RULES
+    # the library's own rules are PODS's and the paper's baselines; the others come from the reproduction
+    assert set(selectors.RULES) == set(registry.RULES) - set(rules.LITERATURE_RULES)
 
 
 def test_registry_names_are_the_ones_data_and_rewards_use():
-    from pods import data
+    from pods_repro import data
 
     assert data.TASKS == registry.TASK_NAMES
     assert data.PROMPT_STYLES == registry.PROMPT_STYLES
     assert set(data.SYNTHETIC_TASKS) <= set(registry.TASK_NAMES)
-    rewards = pytest.importorskip("pods.rewards")
+    rewards = pytest.importorskip("pods_repro.rewards")
     assert tuple(rewards.VARIANTS) == registry.REWARD_VARIANTS
     assert dict(rewards.TASKS) == registry.TASK_DESCRIPTIONS
 
@@ -592,3 +595,13 @@ def test_parse_run_name_round_trip():
     }
     with pytest.raises(ValueError, match="short~value"):
         parse_run_name("Instruct-GSM8K-512-64-16")
+
+
+def test_num_generations_is_refused_naming_both_of_its_meanings():
+    """TRL (and PODSGRPOTrainer) mean n by num_generations, the authors' multi-GPU code m: neither guess is safe."""
+    with pytest.raises(pc.ConfigError) as err:
+        pc.load_config("experiments/tiny_a.yaml", ["num_generations=64"])
+    msg = str(err.value)
+    for word in ("num_generations", "ambiguous", "rollout.n", "rollout.m"):
+        assert word in msg, msg
+    assert "\n" not in msg

@@ -18,13 +18,13 @@ import pytest
 import torch
 from trl import GRPOTrainer
 
-from pods import registry
-from pods.config import ConfigError, fidelity, load_config
-from pods.evaluation import HFGenerator, evaluate_policy
-from pods.rewards import eval_metrics
 from pods.selectors import select
-from pods.textutil import last_boxed, last_boxed_code
-from pods.trainer import (
+from pods_repro import registry
+from pods_repro.config import ConfigError, fidelity, load_config
+from pods_repro.evaluation import HFGenerator, evaluate_policy
+from pods_repro.rewards import eval_metrics
+from pods_repro.textutil import last_boxed, last_boxed_code
+from pods_repro.trainer import (
     TRLCompatError,
     build_grpo_config,
     check_trl_compat,
@@ -285,7 +285,7 @@ def test_top_k_reaches_rollouts_and_evaluation(make_trainer, tmp_path):
 
 
 def test_top_k_truncates_evaluation_sampling(tiny_policy_dir):
-    from pods.models import load_policy
+    from pods_repro.models import load_policy
 
     model, tok = load_policy(str(tiny_policy_dir))
     vocab = set()
@@ -332,7 +332,7 @@ def test_math_gold_code_cuts_at_the_first_brace(tmp_path):
     assert last_boxed_code(solution) == "\\frac{1"
     assert last_boxed_code("\\boxed{12}") == "12"
     assert last_boxed_code("no box") is None
-    from pods.data import load_task
+    from pods_repro.data import load_task
 
     path = tmp_path / "math.jsonl"
     path.write_text(json.dumps({"problem": "half?", "solution": solution}) + "\n")
@@ -349,7 +349,7 @@ def test_load_in_4bit_is_refused_on_cpu_with_a_clear_message(tiny_policy_dir):
     # validated without the machine check, a GPU config passes here
     cfg = load_config(EXP / "a_gsm8k_qwen3b.yaml", ["fidelity=code"], check_machine=False)
     assert cfg.policy.load_in_4bit
-    from pods.models import PolicyError, load_policy
+    from pods_repro.models import PolicyError, load_policy
 
     if not torch.cuda.is_available():
         with pytest.raises(PolicyError, match="needs a CUDA GPU"):
@@ -360,7 +360,7 @@ def test_load_in_4bit_is_refused_on_cpu_with_a_clear_message(tiny_policy_dir):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="bitsandbytes 4-bit needs CUDA")
 def test_load_in_4bit_trains_lora_on_a_4bit_base(tiny_policy_dir):
     pytest.importorskip("bitsandbytes")
-    from pods.models import load_policy
+    from pods_repro.models import load_policy
 
     model, tok = load_policy(
         str(tiny_policy_dir), dtype="bfloat16", device="cuda", lora={"rank": 8, "alpha": 8}, load_in_4bit=True
@@ -390,7 +390,7 @@ def test_fidelity_code_resolves_at_load_and_single_options_override_it(tmp_path)
     assert cfg.optim.optimizer == "adamw_8bit"
     assert cfg.task.reward == "code_jun25"
     assert cfg.optim.max_grad_norm == 0.5  # the command line wins over the table
-    from pods.config import default_run_dir, run_name, to_dict
+    from pods_repro.config import default_run_dir, run_name, to_dict
 
     assert to_dict(cfg)["policy"]["load_in_4bit"] is True  # config.json shows the resolved values
     assert run_name(cfg) == "sel~max_variance_n~64_m~16_clip~0.5"  # named against the YAML at fidelity=code
@@ -403,7 +403,7 @@ def test_fidelity_code_resolves_at_load_and_single_options_override_it(tmp_path)
 def test_docs_fidelity_is_up_to_date():
     committed = (REPO / "docs" / "fidelity.md").read_text()
     assert committed == fidelity.render_markdown(), (
-        "docs/fidelity.md is stale: regenerate it with `python -m pods.config.fidelity > docs/fidelity.md`"
+        "docs/fidelity.md is stale: regenerate it with `python -m pods_repro.config.fidelity > docs/fidelity.md`"
     )
     assert "docs/fidelity.md" in (REPO / "README.md").read_text()
 
@@ -495,8 +495,8 @@ def test_code_overrides_cover_each_paper_setting(letter):
 def test_the_bars_factor_on_the_fidelity_page_is_the_records():
     """docs/fidelity.md's factors between the paper's (e)/(f) bars and the released seconds per optimizer step are
     the quotients of the package's two records of them (the analysis's step counter and the paper's bars)."""
-    from pods.analysis.cost_model import PAPER_GLOBAL
-    from pods.analysis.sections import PAPER_BARS_SPS
+    from pods_repro.analysis.cost_model import PAPER_GLOBAL
+    from pods_repro.analysis.sections import PAPER_BARS_SPS
 
     text = " ".join((REPO / "docs" / "fidelity.md").read_text().split())
     for letter, (ga_bar, pods_bar) in PAPER_BARS_SPS.items():

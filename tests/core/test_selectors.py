@@ -19,8 +19,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pods import registry
-from pods.selectors import RULES, check_rule, select
+import pods_repro.rules  # noqa: F401  (registers the rules from other papers, tested here beside the library's)
+from pods.selectors import RULES as LIBRARY_RULES
+from pods.selectors import check_rule, registered_rules, select
+from pods_repro import registry
+
+RULES = registered_rules()
 
 RULE = os.environ.get("PODS_RULE_UNDER_TEST", "max_variance")
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -243,6 +247,7 @@ def test_check_rule_for_configs():
         "random",
     }
     assert RULES == registry.RULES  # the torch-free registry names exactly the registered selectors
+    assert set(LIBRARY_RULES) == set(RULES) - set(LITERATURE_RULES)  # the library's own: PODS's and the paper's
 
 
 def test_large_group_prefix_sums_stay_accurate():
@@ -453,7 +458,7 @@ def test_literature_rules_vectorised_equal_per_group_loop(P, n, data):
 
 
 def test_literature_rules_are_valid_config_rules():
-    from pods.config.help import describe_keys
+    from pods_repro.config.help import describe_keys
 
     (row,) = describe_keys("rollout.rule")
     assert [rule for rule in RULES if rule not in row["doc"]] == []  # `pods config` names every rule

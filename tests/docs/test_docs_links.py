@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from pods.analysis import results
+from pods_repro.analysis import results
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [

@@ -45,7 +45,7 @@ def test_readme_stays_short():
 
 
 def test_readme_keeps_the_generated_blocks():
-    from pods.analysis import cost, results
+    from pods_repro.analysis import cost, results
 
     for start, end in ((results.README_START, results.README_END), (cost.README_START, cost.README_END)):
         assert start in README, f"README.md lost the marker {start.strip()!r}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pods.trainer import records_to_dataset
+from pods_repro.trainer import records_to_dataset
 
 
 def _mod3(completions, **_):
@@ -44,8 +44,8 @@ def test_readme_trl_snippet_trains(tiny_policy_dir, tmp_path, monkeypatch):
     import re
     from pathlib import Path
 
-    from pods.data import load_task
-    from pods.models import load_policy
+    from pods_repro.data import load_task
+    from pods_repro.models import load_policy
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     code = next(c for c in re.findall(r"```python\n(.*?)```", readme, re.S) if "PODSConfig(" in c)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pods.analysis.cli import main as analysis_main
+from pods_repro.analysis.cli import main as analysis_main
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = REPO / "figures"

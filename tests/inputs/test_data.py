@@ -1,4 +1,4 @@
-"""Tests of pods.data: synthetic tasks, prompts, local files and error messages (fast, no network)."""
+"""Tests of pods_repro.data: synthetic tasks, prompts, local files and error messages (fast, no network)."""
 
 import json
 import re
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pods import data
+from pods_repro import data
 
 SYNTH = data.SYNTHETIC_TASKS
 # The development setup keeps a copy of GSM8K beside the clone; the tests that need the real set skip without it.
@@ -61,8 +61,8 @@ def test_arith_heldout_is_in_no_training_set():
     for seed in (0, 1, 7):
         assert ids.isdisjoint(r["id"] for r in data.load_task("arith", "train", prompt_style="plain", seed=seed))
     assert heldout == data.load_task("arith_heldout", "test", prompt_style="plain", seed=5)  # no run seed
-    # pods.models holds out the first TinySpec.val_size warm-start problems of the seed-0 order
-    from pods.models import TINY_MODELS
+    # pods_repro.models holds out the first TinySpec.val_size warm-start problems of the seed-0 order
+    from pods_repro.models import TINY_MODELS
 
     for name in ("llama-arith", "qwen2-arith", "llama-arith_warm"):
         spec = TINY_MODELS[name]
@@ -100,7 +100,7 @@ def test_arith_add_is_the_additions_of_arith_training_split():
     assert {r["question"] for r in data.warm_start_train("arith_add", seed=1)} == {
         r["question"] for r in data.load_task("arith_add", "train", prompt_style="plain", seed=1)
     }
-    from pods.rewards import score
+    from pods_repro.rewards import score
 
     r = test[0]
     assert score(r["solution"], r["answer"], "arith_add") == score(r["solution"], r["answer"], "arith")
@@ -210,7 +210,7 @@ def test_local_gsm8k(real_gsm8k):
 
 
 def test_gold_round_trip_with_rewards(real_gsm8k):
-    rewards = pytest.importorskip("pods.rewards")
+    rewards = pytest.importorskip("pods_repro.rewards")
     for r in data.load_task("gsm8k", "test", limit=20):
         gold = r["answer"].split("####")[-1].strip().replace(",", "")
         good = f"<think>\nwork\n</think>\n<answer>\n{gold}\n</answer>"
@@ -288,7 +288,7 @@ def test_extract_boxed():
 
 
 def test_prompt_length_filter(tmp_path):
-    from pods.models import build_char_tokenizer
+    from pods_repro.models import build_char_tokenizer
 
     tok = build_char_tokenizer()
     full = data.load_task("arith_mc", "test", prompt_style="plain")
@@ -343,7 +343,7 @@ def test_a_task_file_the_scorer_cannot_use_is_refused_at_load_time(tmp_path, con
 
 
 def test_max_prompt_length_says_what_it_dropped(tmp_path, capsys):
-    from pods.models import build_char_tokenizer
+    from pods_repro.models import build_char_tokenizer
 
     tok = build_char_tokenizer()
     with pytest.raises(data.DataError, match=r"every prompt .* longer than task\.max_prompt_length=3 .*500 of 500"):

@@ -1,4 +1,4 @@
-"""Tests of pods.models: char tokenizer, tiny build/cache/reload, spec validation, LoRA, smol (slow)."""
+"""Tests of pods_repro.models: char tokenizer, tiny build/cache/reload, spec validation, LoRA, smol (slow)."""
 
 import dataclasses
 import hashlib
@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from pods import models, tiny
+from pods_repro import models, tiny
 
 # A very small build: seconds on 2 CPU cores. Not warm-started to any accuracy; it checks the machinery.
 FAST = dict(
@@ -86,7 +86,7 @@ def test_tag_tokens_make_each_tag_one_token_and_keep_every_text(tmp_path):
 def test_sft_rows_are_the_tokenizers_encoding_with_tag_tokens():
     """The warm start's fast encoding (a dict lookup, split at the tags) gives the tokenizer's own ids for
     every record, with and without tag tokens; loss only on solution + EOS."""
-    from pods import data as pdata
+    from pods_repro import data as pdata
 
     records = pdata.warm_start_train("arith", seed=0)[:40]
     for tag_tokens in (False, True):
@@ -136,7 +136,7 @@ def test_gpu_benchmark_model_is_85m_parameters():
     """tiny:llama-arith_85m: the Fig. 1 model of the GPU benchmarks, 50-150M parameters."""
     from transformers import AutoModelForCausalLM
 
-    from pods.tiny import _tiny_config
+    from pods_repro.tiny import _tiny_config
 
     spec = models.TINY_MODELS["llama-arith_85m"]
     with torch.device("meta"):
@@ -213,7 +213,7 @@ def test_a_card_from_before_a_new_spec_field_is_read_with_its_default(cache, mon
 
 
 def test_a_model_built_under_other_cpu_kernels_is_rebuilt(cache, monkeypatch):
-    """pods.kernels: a cached build made under torch's own kernels (or before the card recorded them) is another
+    """pods_repro.kernels: a cached build made under torch's own kernels (or before the card recorded them) is another
     model on another CPU, so a process whose kernels are pinned rebuilds it; the card records the kernels."""
     fields = {k: v for k, v in FAST.items() if k != "log"}
     monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
@@ -236,7 +236,7 @@ def test_a_build_under_other_kernels_is_kept_aside_and_moved_back_not_rebuilt(ca
     """A process under other kernels (e.g. a user's MKL_CBWR, kernels "native") must not rebuild the pinned warm
     model in place and lose the pinned bits (minutes of build): its build is kept aside as <name>@<kernels> and
     moved back when a process under its kernels asks again, so two switches cost one build, not two."""
-    import pods.kernels
+    import pods_repro.kernels
 
     fields = {k: v for k, v in FAST.items() if k != "log"}
     monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields, seed=1))
@@ -248,7 +248,10 @@ def test_a_build_under_other_kernels_is_kept_aside_and_moved_back_not_rebuilt(ca
     other = "native" if pinned == "avx2" else "avx2"
     models.ensure_tiny("llama-arith")
     sha_pinned = json.loads((out / "pods_tiny.json").read_text())["weights_sha256"]
-    for mod in (tiny, pods.kernels):  # a process under the other kernels (runlog.cpu_info reads pods.kernels)
+    for mod in (
+        tiny,
+        pods_repro.kernels,
+    ):  # a process under the other kernels (runlog.cpu_info reads pods_repro.kernels)
         monkeypatch.setattr(mod, "kernels_label", lambda: other)
     models.ensure_tiny("llama-arith")
     assert json.loads((out / "pods_tiny.json").read_text())["cpu"]["kernels"] == other
@@ -256,7 +259,7 @@ def test_a_build_under_other_kernels_is_kept_aside_and_moved_back_not_rebuilt(ca
         json.loads((cache / "tiny" / f"llama-arith@{pinned}" / "pods_tiny.json").read_text())["weights_sha256"]
         == sha_pinned
     )  # kept, not deleted
-    for mod in (tiny, pods.kernels):
+    for mod in (tiny, pods_repro.kernels):
         monkeypatch.setattr(mod, "kernels_label", lambda: pinned)
     models.ensure_tiny("llama-arith")
     card = json.loads((out / "pods_tiny.json").read_text())
@@ -266,7 +269,7 @@ def test_a_build_under_other_kernels_is_kept_aside_and_moved_back_not_rebuilt(ca
 
 
 def test_a_model_built_on_a_gpu_is_not_rebuilt_by_a_cpu_side_consumer(cache, monkeypatch):
-    """A card written by a GPU build (device "cuda", no CPU kernels: `pods.models build ... --device cuda`, as
+    """A card written by a GPU build (device "cuda", no CPU kernels: `pods_repro.models build ... --device cuda`, as
     benchmarks/gpu/checks.sh does for tiny:llama-arith_85m) stays fresh for a consumer that asks on the default
     CPU path (load_policy, `pods bench`): otherwise the kernel check would rebuild the 85M model on the CPU and
     run the benchmark's time limit out. A CPU card under other kernels is still rebuilt (above)."""
@@ -437,7 +440,7 @@ def test_cache_root_is_a_user_cache_directory(monkeypatch, tmp_path):
 
 
 def test_policy_identity_names_the_weights_and_build_of_a_tiny_model(built, tmp_path):
-    """meta.policy of a run (pods.models.policy_identity): a tiny model's weights hash and its build's card;
+    """meta.policy of a run (pods_repro.models.policy_identity): a tiny model's weights hash and its build's card;
     a hub id is named, not hashed."""
     a, _ = built
     ident = models.policy_identity(str(a))
@@ -468,7 +471,7 @@ def test_a_build_prints_its_phases_to_stderr(cache, monkeypatch, capsys):
     models.ensure_tiny("llama-arith")
     captured = capsys.readouterr()
     assert captured.out == ""  # stdout stays the command's own (pods train prints the run directory there)
-    lines = [ln for ln in captured.err.splitlines() if ln.startswith("[pods.models] tiny:llama-arith:")]
+    lines = [ln for ln in captured.err.splitlines() if ln.startswith("[pods_repro.models] tiny:llama-arith:")]
     assert "building into" in lines[0], lines
     assert "a few minutes on a CPU" in lines[0], lines
     assert [ln for ln in lines if "supervised step 2:" in ln], lines
@@ -484,14 +487,14 @@ import json, sys
 import torch
 torch.ones(4).add(1)  # torch's first operation, before pods is imported (as `from trl import ...` first)
 import pods
-from pods import kernels, models
+from pods_repro import kernels, models
 models.TINY_MODELS["llama-arith"] = models.TinySpec(**json.loads(sys.argv[1]))
 path = models.ensure_tiny("llama-arith")
 print(json.dumps({"label": kernels.kernels_label(), "path": str(path)}))
 """
 
 
-@pytest.mark.skipif(not __import__("pods.kernels").kernels._cpu_has_avx2(), reason="the pin applies to AVX2 CPUs")
+@pytest.mark.skipif(not __import__("pods_repro.kernels").kernels._cpu_has_avx2(), reason="the pin applies to AVX2 CPUs")
 def test_a_script_that_ran_torch_first_uses_the_pinned_build_of_pods_train(cache, monkeypatch):
     """The example script run after `pods train` moved the pinned tiny model aside and rebuilt it (its
     torch ran unpinned): now it uses the same cached build."""
@@ -499,7 +502,7 @@ def test_a_script_that_ran_torch_first_uses_the_pinned_build_of_pods_train(cache
     import subprocess
     import sys
 
-    from pods import kernels
+    from pods_repro import kernels
 
     fields = {k: v for k, v in FAST.items() if k != "log"}
     monkeypatch.setitem(models.TINY_MODELS, "llama-arith", models.TinySpec(**fields))
@@ -519,7 +522,7 @@ def test_a_script_that_ran_torch_first_uses_the_pinned_build_of_pods_train(cache
 
 
 def test_an_unpinned_process_builds_the_pinned_model_in_a_subprocess(cache, monkeypatch):
-    from pods import kernels
+    from pods_repro import kernels
 
     calls = []
 
@@ -537,5 +540,5 @@ def test_an_unpinned_process_builds_the_pinned_model_in_a_subprocess(cache, monk
     monkeypatch.setattr(tiny.subprocess, "run", fake_run)
     assert models.ensure_tiny("llama-arith") == cache / "tiny" / "llama-arith"
     ((argv, env),) = calls
-    assert argv[1:] == ["-m", "pods.models", "build", "tiny:llama-arith"]
+    assert argv[1:] == ["-m", "pods_repro.models", "build", "tiny:llama-arith"]
     assert env == kernels.PINNED

@@ -23,8 +23,8 @@ from hostile_corpus import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pods import rewards as R
-from pods import verifier as V
+from pods_repro import rewards as R
+from pods_repro import verifier as V
 
 CALL_LIMIT_S = V.WALL_TIMEOUT_S + 2.5
 ALL_TASKS = list(R.TASKS)

@@ -1,7 +1,7 @@
-"""Golden and property tests of pods.rewards: gold extraction, accuracy rules, format/tags, variants,
+"""Golden and property tests of pods_repro.rewards: gold extraction, accuracy rules, format/tags, variants,
 evaluation metrics and the TRL adapters. Hostile input lives in tests/rewards/test_hostile_text.py.
 
-Every expected number below was computed by hand from the rules in the pods.rewards docstring
+Every expected number below was computed by hand from the rules in the pods_repro.rewards docstring
 (App. A.1; docs/paper.md#prompts-and-rewards).
 """
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pods import rewards as R
-from pods import verifier as V
-from pods.rewards import TASKS, VARIANTS, eval_metrics, extract_gold, score, trl_reward_funcs
+from pods_repro import rewards as R
+from pods_repro import verifier as V
+from pods_repro.rewards import TASKS, VARIANTS, eval_metrics, extract_gold, score, trl_reward_funcs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -77,10 +77,10 @@ def test_extract_gold(answer, task, gold):
     ],
 )
 def test_one_boxed_extractor(text, contents):
-    from pods import data, textutil
+    from pods_repro import data, textutil
 
     assert textutil.last_boxed(text) == contents
-    assert data.extract_boxed is textutil.last_boxed  # pods.data uses the same function
+    assert data.extract_boxed is textutil.last_boxed  # pods_repro.data uses the same function
 
 
 def test_unclosed_box_in_math_gold_is_the_bare_answer():

@@ -4,7 +4,7 @@ Correct answers written without ``$`` in the answer block (``\\sqrt{2}``, ``\\te
 must score 1 under the default ``paper`` reward. Each row below is (task, completion, raw dataset
 answer, verdicts); ``verdicts`` gives the expected accuracy per variant in the order of
 ``VARIANTS_ORDER`` (one character each), or a single character that holds for every variant (the letter and integer tasks ignore the variant). Expected values follow the
-rules in the pods.rewards docstring:
+rules in the pods_repro.rewards docstring:
 
 - ``paper``: math-verify on the answer block (gold and block both read as LaTeX where they look
   like it) or, without a block, on the whole completion.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pytest
 
-from pods import rewards as R
+from pods_repro import rewards as R
 
 VARIANTS_ORDER = ("paper", "openr1", "code_head", "code_sep24", "code_jun25")
 

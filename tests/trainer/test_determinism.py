@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import strip_timing
 
-from pods.run import train
-from pods.runlog import read_jsonl
+from pods_repro.run import train
+from pods_repro.runlog import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = ("budget.max_steps=3", "eval.every_steps=3", "eval.max_examples=3", "checkpoint.every_steps=10")
@@ -35,10 +35,10 @@ def test_same_seed_same_metrics_other_seed_differs(tiny_cfg, tmp_path):
 def tiny_scale_overrides(letter: str) -> dict:
     """The budget and evaluation keys of a tiny run of setting `letter` as the workflow resolves it: its
     experiment file (experiments/tiny_<letter>.yaml, which says what the default job trains), then the scale's
-    overrides (pods.config.scales, as rules/common.smk)."""
+    overrides (pods_repro.config.scales, as rules/common.smk)."""
     import yaml
 
-    from pods.config import load_config
+    from pods_repro.config import load_config
 
     scale = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scales"]["tiny"]
     over = {**scale.get("overrides", {}), **scale.get("settings", {}).get(letter, {}).get("overrides", {})}
@@ -67,8 +67,8 @@ def test_tiny_scale_budget_has_no_wall_clock():
 def test_tiny_scale_arm_is_deterministic(tiny_policy_dir, tmp_path):
     """The baseline arm of tiny (a) under the scale's own overrides, shrunk from its step budget to 4
     steps (evaluation grid shrunk by the same factor), twice: identical rewards and evaluations."""
-    from pods.config import load_config
-    from pods.registry import main_arms, read_sheet
+    from pods_repro.config import load_config
+    from pods_repro.registry import main_arms, read_sheet
 
     over = tiny_scale_overrides("a")
     factor = over["budget.max_steps"] // 4
@@ -133,7 +133,7 @@ def test_tiny_scale_evaluates_with_common_noise_and_the_paper_scale_with_fresh()
     ablations); the paper scale keeps the paper's independent evaluations (the trainer default, fresh)."""
     import yaml
 
-    from pods.config.schema import EvalConfig
+    from pods_repro.config.schema import EvalConfig
 
     scales = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scales"]
     for letter in "abcdef":

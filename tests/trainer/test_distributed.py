@@ -25,11 +25,11 @@ import pytest
 import torch
 from conftest import one_per_key
 
-import pods.evaluation as pe
 import pods.trainer as pt
-from pods.run import train
-from pods.runlog import read_jsonl
+import pods_repro.evaluation as pe
 from pods.selectors import select
+from pods_repro.run import train
+from pods_repro.runlog import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 ACCEL = REPO / "experiments" / "accelerate" / "cpu_2proc.yaml"
@@ -75,7 +75,7 @@ def test_two_processes_select_like_one(tiny_overrides, tiny_cfg, tmp_path, monke
         "--config_file",
         str(ACCEL),
         "-m",
-        "pods",
+        "pods_repro",
         "train",
         "experiments/tiny_a.yaml",
         *one_per_key(*tiny_overrides, *GA_RUN, "hardware.num_processes=2", f"out_dir={tmp_path / 'two'}"),

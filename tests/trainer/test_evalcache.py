@@ -1,4 +1,4 @@
-"""pods.evalcache: a run that reuses the stored step-0 evaluation logs what evaluating would have logged."""
+"""pods_repro.evalcache: a run that reuses the stored step-0 evaluation logs what evaluating would have logged."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-import pods.trainer.controller as controller
-from pods import evalcache
-from pods.run import train
-from pods.runlog import read_jsonl
+import pods_repro.trainer.controller as controller
+from pods_repro import evalcache
+from pods_repro.run import train
+from pods_repro.runlog import read_jsonl
 
 RUN = ("budget.max_steps=2", "eval.every_steps=2", "eval.max_examples=6", "checkpoint.every_steps=10")
 COMMON = (*RUN, "eval.noise=common", "eval.datasets=[arith,arith_heldout]")
@@ -81,8 +81,8 @@ def test_another_setting_or_damaged_file_evaluates_again(tiny_cfg, tmp_path, cac
 def test_the_key_follows_the_weights_the_sets_and_the_settings(tiny_cfg, tmp_path, tiny_policy_dir):
     import torch
 
-    from pods.evaluation import load_eval_sets
-    from pods.models import load_policy
+    from pods_repro.evaluation import load_eval_sets
+    from pods_repro.models import load_policy
 
     cfg = tiny_cfg(tmp_path / "k", *COMMON)
     model, tok = load_policy(str(tiny_policy_dir))

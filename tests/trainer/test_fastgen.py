@@ -1,4 +1,4 @@
-"""pods.fastgen: the lean sampler gives the tokens transformers' generate gives."""
+"""pods_repro.fastgen: the lean sampler gives the tokens transformers' generate gives."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 import torch
 from conftest import strip_timing
 
-from pods import fastgen
-from pods.run import train
-from pods.runlog import read_jsonl
+from pods_repro import fastgen
+from pods_repro.run import train
+from pods_repro.runlog import read_jsonl
 
 PAD, BOS, EOS, VOCAB = 0, 1, 2, 40
 
@@ -234,7 +234,7 @@ def test_cache_lengths_keep_the_full_lengths_alignment():
 
 def test_sampling_leaves_autograd_usable(tiny_policy_dir):
     """The sampler runs under torch.inference_mode: its tokens, and the model it ran, still train."""
-    from pods.models import load_policy
+    from pods_repro.models import load_policy
 
     model, tok = load_policy(str(tiny_policy_dir))
     model.train()

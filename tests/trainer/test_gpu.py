@@ -9,8 +9,8 @@ What they check, on the project's own test policy (conftest ``tiny_policy_dir``)
 - ``pods bench memory`` on CUDA: peaks from ``max_memory_allocated``, PODS's update at m rows a
   quarter of GRPO's at n = 4m, equal to GRPO at m;
 - ``pods bench asymmetry`` on CUDA (HF generate + update);
-- pods.fastgen gives transformers' ``generate`` tokens on CUDA too;
-- ``pods train`` end to end on CUDA in bfloat16, with TRL's generate (HF path) and with pods.fastgen;
+- pods_repro.fastgen gives transformers' ``generate`` tokens on CUDA too;
+- ``pods train`` end to end on CUDA in bfloat16, with TRL's generate (HF path) and with pods_repro.fastgen;
 - one process under ``accelerate launch`` with DeepSpeed ZeRO-2 (experiments/accelerate/zero2_1gpu.yaml):
   the run trains through a ``DeepSpeedEngine`` and records the launch in config.json.
 The 4-bit base (bitsandbytes) is tests/config/test_fidelity.py::test_load_in_4bit_trains_lora_on_a_4bit_base.
@@ -42,7 +42,7 @@ ZERO2_1GPU = "experiments/accelerate/zero2_1gpu.yaml"
 def _pods_batch(vocab: int, n: int = 16, m: int = 4, prompt_len: int = 12, completion_len: int = 24, seed: int = 0):
     """A PODS update batch on CUDA: n rollouts with graded rewards, the max-variance m kept (the memory
     benchmark's PODS arm)."""
-    from pods.bench.bench_memory import arm_plan
+    from pods_repro.bench.bench_memory import arm_plan
 
     g = torch.Generator().manual_seed(seed)
     _, _, adv_M, keep_M = arm_plan("pods", n, m, g)
@@ -57,7 +57,7 @@ def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def test_bf16_update_full_parameters(tiny_policy_dir):
-    from pods.bench.bench_memory import completion_logps, load_model, policy_update
+    from pods_repro.bench.bench_memory import completion_logps, load_model, policy_update
 
     model, _ = load_model(str(tiny_policy_dir), dtype="bfloat16", device="cuda")
     assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
@@ -85,7 +85,7 @@ def test_bf16_update_full_parameters(tiny_policy_dir):
 
 
 def test_bf16_update_with_lora_moves_only_the_adapters(tiny_policy_dir):
-    from pods.bench.bench_memory import load_model, policy_update
+    from pods_repro.bench.bench_memory import load_model, policy_update
 
     model, _ = load_model(str(tiny_policy_dir), lora_rank=8, dtype="bfloat16", device="cuda")
     trainable = {k for k, p in model.named_parameters() if p.requires_grad}
@@ -102,7 +102,7 @@ def test_bf16_update_with_lora_moves_only_the_adapters(tiny_policy_dir):
 
 
 def test_gradient_checkpointing_same_gradients_less_memory(tiny_policy_dir):
-    from pods.bench.bench_memory import accumulate_grads, load_model
+    from pods_repro.bench.bench_memory import accumulate_grads, load_model
 
     peaks, grads = {}, {}
     for ckpt in (False, True):
@@ -127,7 +127,7 @@ def test_gradient_checkpointing_same_gradients_less_memory(tiny_policy_dir):
 
 
 def test_bench_memory_reads_cuda_peaks(tiny_policy_dir, tmp_path):
-    from pods.bench import bench_memory
+    from pods_repro.bench import bench_memory
 
     out = tmp_path / "memory.csv"
     args = ["--model", str(tiny_policy_dir), "--device", "cuda", "--dtype", "float32", "--n", "64", "--m", "16"]
@@ -144,7 +144,7 @@ def test_bench_memory_reads_cuda_peaks(tiny_policy_dir, tmp_path):
 
 
 def test_bench_asymmetry_on_cuda(tiny_policy_dir, tmp_path):
-    from pods.bench import bench_asymmetry
+    from pods_repro.bench import bench_asymmetry
 
     out = tmp_path / "asym.csv"
     args = ["--model", str(tiny_policy_dir), "--device", "cuda", "--rollouts", "8", "32"]
@@ -163,7 +163,7 @@ def test_bench_asymmetry_on_cuda(tiny_policy_dir, tmp_path):
 def test_fastgen_gives_generate_tokens_on_cuda(arch):
     from test_fastgen import _gen_cfg, _model, _prompts
 
-    from pods import fastgen
+    from pods_repro import fastgen
 
     model = _model(arch).cuda().eval()
     ids, mask = (t.cuda() for t in _prompts(12))
@@ -178,8 +178,8 @@ def test_fastgen_gives_generate_tokens_on_cuda(arch):
 
 @pytest.mark.parametrize("fast_decode", ["false", "true"])
 def test_pods_train_end_to_end_on_cuda_bf16(tiny_cfg, tmp_path, fast_decode):
-    from pods.run import train
-    from pods.runlog import read_jsonl
+    from pods_repro.run import train
+    from pods_repro.runlog import read_jsonl
 
     cfg = tiny_cfg(
         tmp_path / "run", "hardware.device=cuda", "policy.dtype=bfloat16", f"rollout.fast_decode={fast_decode}"
@@ -203,7 +203,7 @@ def test_pods_train_end_to_end_on_cuda_bf16(tiny_cfg, tmp_path, fast_decode):
 def test_deepspeed_zero2_one_process_pods_step(tiny_overrides, tmp_path):
     run_dir = tmp_path / "zero2"
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", ZERO2_1GPU, "--num_processes", "1"]
-    cmd += ["-m", "pods", "train", "experiments/tiny_a.yaml"]
+    cmd += ["-m", "pods_repro", "train", "experiments/tiny_a.yaml"]
     cmd += one_per_key(
         *tiny_overrides,
         f"out_dir={run_dir}",

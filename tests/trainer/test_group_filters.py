@@ -11,9 +11,9 @@ from collections import deque
 
 import pytest
 import torch
-from conftest import QUIET_CPU_ARGS
+from conftest import QUIET_CPU_ARGS, build_user_trainer
 
-from pods.trainer import STEP_COUNTS, PODSConfig, PODSGRPOTrainer, concat_rows, records_to_dataset
+from pods_repro.trainer import STEP_COUNTS, PODSConfig, concat_rows
 
 FLAT_ANSWERS: set[str] = set()  # prompts whose rollouts all get the same reward (filled per test)
 
@@ -36,17 +36,7 @@ def _args(tmp_path, **kw):
 
 
 def _trainer(tiny_policy_dir, args, reward, n_records=8, **pods_kw):
-    from pods.data import load_task
-    from pods.models import load_policy
-
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
-    records = load_task("arith", "train", prompt_style="plain", seed=0)[:n_records]
-    trainer = PODSGRPOTrainer(
-        model=model, reward_funcs=reward, args=args, train_dataset=records_to_dataset(records),
-        processing_class=tok, **pods_kw,
-    )  # fmt: skip
-    trainer.remove_console_callbacks()
-    return trainer, records
+    return build_user_trainer(tiny_policy_dir, args, reward, records=n_records, **pods_kw)
 
 
 def _by_prompt(flat: set[str]):
@@ -98,7 +88,7 @@ def test_concat_rows_pads_prompts_on_the_left_and_completions_on_the_right():
 
 
 def test_refill_replaces_uninformative_groups_by_informative_ones(tiny_policy_dir, tmp_path):
-    from pods.data import load_task
+    from pods_repro.data import load_task
 
     records = load_task("arith", "train", prompt_style="plain", seed=0)[:8]
     flat = {r["answer"] for r in records[:6]}  # 6 of the 8 prompts give groups of zero variance

@@ -1,4 +1,4 @@
-"""Interruption: SIGKILL a small ``python -m pods train`` run, restart it, compare.
+"""Interruption: SIGKILL a small ``python -m pods_repro train`` run, restart it, compare.
 
 A resumed run must finish with complete, parseable logs, the same steps and evaluations as an
 uninterrupted run and, on CPU with the same seed, identical rewards (and every other non-timing
@@ -23,8 +23,8 @@ import pytest
 import torch
 from conftest import one_per_key, strip_timing
 
-from pods.run import train
-from pods.runlog import STATE_FILE, read_jsonl
+from pods_repro.run import train
+from pods_repro.runlog import STATE_FILE, read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = ("budget.max_steps=6", "checkpoint.every_steps=1", "eval.every_steps=2", "eval.max_examples=2")
@@ -34,7 +34,7 @@ def _cmd(overrides: tuple[str, ...], out: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "pods",
+        "pods_repro",
         "train",
         "experiments/tiny_a.yaml",
         *one_per_key(*overrides, f"out_dir={out}"),
@@ -168,7 +168,7 @@ def test_a_killed_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_pa
 def test_a_changed_training_key_is_refused_naming_the_key(tiny_overrides, tiny_cfg, tmp_path, capsys):
     """Another training value (not the budget) in a run directory is refused by ``pods train`` (exit 2),
     naming the key and both values."""
-    from pods.cli import main
+    from pods_repro.cli import main
 
     out = tmp_path / "run"
     train(tiny_cfg(out, *RUN, "budget.max_steps=2"))
@@ -223,7 +223,7 @@ def test_sigkill_at_random_points_many_times(reference, tmp_path, seed):
 
 
 def test_latest_checkpoint_skips_incomplete_ones(tmp_path):
-    from pods.runlog import atomic_write_json, latest_checkpoint
+    from pods_repro.runlog import atomic_write_json, latest_checkpoint
 
     root = tmp_path / "checkpoints"
     for step, complete in ((2, True), (4, True), (6, False)):  # 6: killed while saving
@@ -237,7 +237,7 @@ def test_latest_checkpoint_skips_incomplete_ones(tmp_path):
 
 
 def test_logger_truncates_to_checkpoint_offsets(tmp_path):
-    from pods.runlog import RunLogger
+    from pods_repro.runlog import RunLogger
 
     log = RunLogger(tmp_path)
     log.log_metrics({"step": 1, "x": float("nan")})
@@ -281,8 +281,8 @@ def test_a_resume_under_another_config_is_refused_even_with_an_edited_config_jso
     differing key (old -> new) and the fix, and nothing already computed is cut or deleted."""
     import json
 
-    from pods import cli
-    from pods.run import RunController
+    from pods_repro import cli
+    from pods_repro.run import RunController
 
     short = ("rollout.n=8", "budget.max_steps=4", "checkpoint.every_steps=2", "eval.every_steps=2")
     short += ("eval.max_examples=2",)
@@ -334,11 +334,11 @@ def test_a_resume_under_another_config_is_refused_even_with_an_edited_config_jso
 
 
 def test_the_config_fingerprint_leaves_out_only_what_a_resume_may_change(tiny_cfg, tmp_path):
-    """pods.run.config_fingerprint: a longer budget, another checkpoint interval or another out_dir continue the
+    """pods_repro.run.config_fingerprint: a longer budget, another checkpoint interval or another out_dir continue the
     same run; the model, data, n, m, rule, learning rate, seed and evaluation do not. budget.max_steps counts
     where it is a decaying LR schedule's horizon. A pods_state.json whose config was edited is damaged."""
-    from pods.run import check_checkpoint_config, config_digest, config_fingerprint
-    from pods.runlog import RunDirError
+    from pods_repro.run import check_checkpoint_config, config_digest, config_fingerprint
+    from pods_repro.runlog import RunDirError
 
     def fp(*overrides: str, out: str = "run") -> str:
         return config_fingerprint(tiny_cfg(tmp_path / out, *overrides))[1]

@@ -20,7 +20,7 @@ def _cmd(overrides, out: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "pods",
+        "pods_repro",
         "train",
         "experiments/tiny_a.yaml",
         *one_per_key(*overrides, f"out_dir={out}"),
@@ -53,7 +53,7 @@ def test_train_logs_a_summary_line_a_resume_line_and_no_trl_deprecation(tiny_ove
     # killed after the last checkpoint, before the final policy and summary were written: it resumes there
     (out / "summary.json").unlink()
     shutil.rmtree(out / "final")
-    from pods.run import train  # the same lines in-process (``pods train`` is ``train`` of the config)
+    from pods_repro.run import train  # the same lines in-process (``pods train`` is ``train`` of the config)
 
     capfd.readouterr()
     train(tiny_cfg(out, "checkpoint.every_steps=1"))
@@ -95,7 +95,7 @@ def test_progress_bar_counts_the_step_budget_when_one_is_set(tiny_overrides, tmp
 
 
 def test_a_run_budgeted_in_seconds_alone_counts_seconds(tiny_cfg, tmp_path):
-    from pods.run import RunController, summary_line
+    from pods_repro.run import RunController, summary_line
 
     cfg = tiny_cfg(tmp_path / "run", "budget.max_steps=null", "budget.max_time_s=300")
     assert not RunController(cfg, None, [], None, use_cuda=False)._bar_in_steps()

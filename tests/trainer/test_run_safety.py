@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import one_per_key
 
-from pods import cli
+from pods_repro import cli
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_A = REPO / "experiments" / "tiny_a.yaml"
@@ -46,10 +46,10 @@ def test_second_writer_is_refused_while_the_first_holds_the_run_dir(tiny_overrid
 
 
 def test_lock_of_a_killed_process_does_not_block_a_resume(tmp_path):
-    from pods.runlog import run_dir_lock
+    from pods_repro.runlog import run_dir_lock
 
     code = (
-        "import os, signal, sys; from pods.runlog import run_dir_lock\n"
+        "import os, signal, sys; from pods_repro.runlog import run_dir_lock\n"
         "with run_dir_lock(sys.argv[1]):\n"
         "    print('locked', flush=True); os.kill(os.getpid(), signal.SIGKILL)\n"
     )
@@ -109,7 +109,7 @@ def test_cut_metrics_of_a_finished_run_is_named(finished_run, tiny_overrides, tm
     err = capsys.readouterr().err
     assert f"{run / 'metrics.jsonl'} is damaged" in err
     assert "summary.json says 2 steps" in err
-    from pods.runlog import RunDirError, RunLogger
+    from pods_repro.runlog import RunDirError, RunLogger
 
     with pytest.raises(RunDirError, match="metrics.jsonl is damaged"):  # what analysis can call
         RunLogger(run, enabled=False).check_finished()
@@ -118,7 +118,7 @@ def test_cut_metrics_of_a_finished_run_is_named(finished_run, tiny_overrides, tm
 def test_collect_refuses_a_finished_run_with_a_cut_metrics_log(finished_run, tmp_path, capsys):
     """`collect` refuses a run whose summary says finished but whose metrics.jsonl was cut (11 of 24 steps):
     exit 0 there would build tables from a partial run."""
-    from pods.analysis.cli import main as analysis_main
+    from pods_repro.analysis.cli import main as analysis_main
 
     run = _copy(finished_run, tmp_path / "runs" / "tiny_a" / "sel~x" / "seed~0")
     out = tmp_path / "tables"
@@ -266,7 +266,7 @@ def _fake_checkpoint(root: Path, step: int, files=("trainer_state.json", "model.
 
 
 def test_resume_falls_back_to_the_previous_complete_checkpoint(tmp_path, capsys):
-    from pods.runlog import RunDirError, resumable_checkpoint
+    from pods_repro.runlog import RunDirError, resumable_checkpoint
 
     older = _fake_checkpoint(tmp_path, 2)
     newer = _fake_checkpoint(tmp_path, 4, files=("trainer_state.json", "model.safetensors"))
@@ -290,7 +290,7 @@ def test_resume_falls_back_to_the_previous_complete_checkpoint(tmp_path, capsys)
 @pytest.mark.parametrize("name", ["trainer_state.json", "model.safetensors", "optimizer.pt", "rng_state.pth"])
 def test_a_cut_checkpoint_file_is_named_and_the_previous_checkpoint_used(tmp_path, capsys, name):
     # Present but cut short (a full disk, a copy interrupted): caught before anything is loaded or cut.
-    from pods.runlog import RunDirError, resumable_checkpoint
+    from pods_repro.runlog import RunDirError, resumable_checkpoint
 
     older = _fake_checkpoint(tmp_path, 2)
     newer = _fake_checkpoint(tmp_path, 4)
@@ -461,14 +461,14 @@ def test_full_disk_while_logging_is_named(tiny_overrides, tmp_path, capsys, monk
     import builtins
     import errno
 
-    import pods.runlog
+    import pods_repro.runlog
 
     def no_space_for_logs(file, mode="r", *args, **kwargs):
         if str(file).endswith(".jsonl") and "a" in mode:
             raise OSError(errno.ENOSPC, "No space left on device", str(file))
         return builtins.open(file, mode, *args, **kwargs)
 
-    monkeypatch.setattr(pods.runlog, "open", no_space_for_logs, raising=False)
+    monkeypatch.setattr(pods_repro.runlog, "open", no_space_for_logs, raising=False)
     out = tmp_path / "run"
     assert _train_cli(tiny_overrides, out) == 1
     err = capsys.readouterr().err.strip()
@@ -478,7 +478,7 @@ def test_full_disk_while_logging_is_named(tiny_overrides, tmp_path, capsys, monk
 
 def test_json_results_are_readable_as_the_umask_allows(tmp_path):
     # mkstemp creates 0600 files: config.json / summary.json were unreadable to the rest of a cluster group.
-    from pods.runlog import atomic_write_json
+    from pods_repro.runlog import atomic_write_json
 
     old = os.umask(0o022)
     try:

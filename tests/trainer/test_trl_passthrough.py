@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pods import config as pc
-from pods.config import ConfigError, from_dict, to_dict
+from pods_repro import config as pc
+from pods_repro.config import ConfigError, from_dict, to_dict
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def test_unknown_field_names_the_closest_match(tiny_overrides, tmp_path):
 def test_build_grpo_config_covers_every_field_it_sets(tiny_cfg, tmp_path, monkeypatch):
     """Every GRPOConfig field build_grpo_config sets is refused (TRL_CONTROLLED), fixed (TRL_FIXED, with
     that value) or open (TRL_OPEN): a new option added to build_grpo_config must be listed here."""
-    import pods.trainer.grpo_config as pt  # the module whose build_grpo_config calls it
+    import pods_repro.trainer.grpo_config as pt  # the module whose build_grpo_config calls it
 
     seen = {}
     real = pt.grpo_config_with_passthrough
@@ -60,7 +60,7 @@ def test_build_grpo_config_covers_every_field_it_sets(tiny_cfg, tmp_path, monkey
     assert args.report_to == ["tensorboard"]
     assert args.log_completions is True
     unlisted = set(seen) - set(pc.TRL_CONTROLLED) - set(pc.TRL_FIXED) - set(pc.TRL_OPEN)
-    assert not unlisted, f"add {sorted(unlisted)} to pods.config.TRL_CONTROLLED / TRL_FIXED / TRL_OPEN"
+    assert not unlisted, f"add {sorted(unlisted)} to pods_repro.config.TRL_CONTROLLED / TRL_FIXED / TRL_OPEN"
     for name, (value, _) in pc.TRL_FIXED.items():
         assert name not in seen or seen[name] == value, name
     from trl import GRPOConfig
@@ -73,7 +73,7 @@ def test_tensorboard_events_and_pods_model_card(tiny_cfg, tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from pods.run import train
+    from pods_repro.run import train
 
     cfg = tiny_cfg(
         tmp_path / "run",
@@ -92,7 +92,7 @@ def test_tensorboard_events_and_pods_model_card(tiny_cfg, tmp_path):
     assert {"train/loss", "train/reward", "train/kept_reward"} <= tags, tags
     assert [e.step for e in acc.Scalars("train/kept_reward")] == [1, 2]
     # the evaluations (what every figure plots) reach the backend too, at their steps, as in eval.jsonl
-    from pods.runlog import read_jsonl
+    from pods_repro.runlog import read_jsonl
 
     evals = [row for row in read_jsonl(run_dir / "eval.jsonl") if row["dataset"] == "arith"]
     assert [(e.step, e.value) for e in acc.Scalars("eval/arith/accuracy")] == [

@@ -10,9 +10,9 @@ from collections import defaultdict
 
 import pytest
 import torch
-from conftest import QUIET_CPU_ARGS
+from conftest import QUIET_CPU_ARGS, build_user_trainer
 
-from pods.trainer import PODSGRPOTrainer, records_to_dataset
+from pods_repro.trainer import PODSGRPOTrainer
 
 N = 4
 
@@ -35,11 +35,6 @@ def _args(tmp_path, **kw):
 
 
 def _run(tiny_policy_dir, cls, args, **pods_kw):
-    from pods.data import load_task
-    from pods.models import load_policy
-
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
-    records = load_task("arith", "train", prompt_style="plain", seed=0)[:8]
     seen: dict[int, list] = defaultdict(list)  # optimizer step -> (prompt, completion) of every rollout
     holder = {}
 
@@ -47,10 +42,7 @@ def _run(tiny_policy_dir, cls, args, **pods_kw):
         seen[holder["trainer"].state.global_step].extend(zip(prompts, completions, strict=True))
         return [float(sum(map(ord, c)) % 3) for c in completions]
 
-    trainer = cls(
-        model=model, reward_funcs=reward, args=args, train_dataset=records_to_dataset(records),
-        processing_class=tok, **pods_kw,
-    )  # fmt: skip
+    trainer, _ = build_user_trainer(tiny_policy_dir, args, reward, trainer_cls=cls, quiet=False, **pods_kw)
     holder["trainer"] = trainer
     trainer.train()
     losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]

@@ -12,9 +12,9 @@ import math
 
 import pytest
 import torch
-from conftest import QUIET_CPU_ARGS
+from conftest import QUIET_CPU_ARGS, build_user_trainer
 
-from pods.trainer import PODSConfig, PODSGRPOTrainer, records_to_dataset
+from pods_repro.trainer import PODSConfig, PODSGRPOTrainer, records_to_dataset
 
 
 def _args(tmp_path, cls=PODSConfig, **kw):
@@ -36,17 +36,7 @@ def _args(tmp_path, cls=PODSConfig, **kw):
 
 
 def _trainer(tiny_policy_dir, args, reward_funcs, **pods_kw):
-    from pods.data import load_task
-    from pods.models import load_policy
-
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
-    records = load_task("arith", "train", prompt_style="plain", seed=0)[:8]
-    trainer = PODSGRPOTrainer(
-        model=model, reward_funcs=reward_funcs, args=args, train_dataset=records_to_dataset(records),
-        processing_class=tok, **pods_kw,
-    )  # fmt: skip
-    trainer.remove_console_callbacks()
-    return trainer
+    return build_user_trainer(tiny_policy_dir, args, reward_funcs, **pods_kw)[0]
 
 
 def _count_generate(trainer) -> list[int]:
@@ -85,7 +75,7 @@ def test_library_generates_once_per_round_as_trl_and_pods_train_seeds_each_group
 
 
 def test_pods_train_keeps_seeded_generation(tiny_cfg, tmp_path):
-    from pods.trainer import pods_trainer_kwargs
+    from pods_repro.trainer import pods_trainer_kwargs
 
     cfg = tiny_cfg(tmp_path)
     assert pods_trainer_kwargs(cfg, 4, 4)["pods_seeded_generation"] is True
@@ -336,8 +326,8 @@ def test_epoch_is_counted_in_data_epochs_as_trl_counts_it(tiny_policy_dir, tmp_p
     # 4 prompts are 2 steps (max_steps=4 runs two epochs).
     from trl import GRPOConfig, GRPOTrainer
 
-    from pods.data import load_task
-    from pods.models import load_policy
+    from pods_repro.data import load_task
+    from pods_repro.models import load_policy
 
     records = load_task("arith", "train", prompt_style="plain", seed=0)[:prompts]
     runs = {}
@@ -361,18 +351,12 @@ def test_epoch_is_counted_in_data_epochs_as_trl_counts_it(tiny_policy_dir, tmp_p
 def test_a_lora_checkpoint_carries_the_pods_model_card(tiny_policy_dir, tmp_path):
     from peft import LoraConfig, get_peft_model
 
-    from pods.data import load_task
-    from pods.models import load_policy
+    from pods_repro.models import load_policy
 
-    model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    model, _ = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
     model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
-    records = load_task("arith", "train", prompt_style="plain", seed=0)[:8]
     args = _args(tmp_path, max_steps=1, save_strategy="steps", save_steps=1)
-    trainer = PODSGRPOTrainer(
-        model=model, reward_funcs=_mod3, args=args, train_dataset=records_to_dataset(records), processing_class=tok,
-        pods_base_model="tiny:test-policy",
-    )  # fmt: skip
-    trainer.remove_console_callbacks()
+    trainer, _ = build_user_trainer(tiny_policy_dir, args, _mod3, model=model, pods_base_model="tiny:test-policy")
     trainer.train()
     trainer.save_model(str(tmp_path / "final"))
     for folder in (tmp_path / "out" / "checkpoint-1", tmp_path / "final"):

@@ -1,4 +1,4 @@
-"""The package installs as a library: build the wheel, install it without
+"""The package installs: build the wheel, install it without
 dependencies into a temporary directory, and from another directory (no checkout in sight) run
 `pods --help`, `pods validate` of a shipped experiment, a benchmark, and the README's selection
 snippet. The dependencies (torch, TRL, ...) come from the running environment.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pods import registry
+from pods_repro import registry
 
 REPO = Path(__file__).resolve().parents[2]
 wheel = pytest.mark.slow
@@ -81,17 +81,23 @@ def test_the_wheel_ships_code_data_and_no_repository_files(installed):
     import zipfile
 
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    assert "pods/bench/bench_memory.py" in names
-    assert "pods/experiments/tiny_a.yaml" in names
-    assert "pods/experiments/accelerate/zero2_8gpu.yaml" in names
-    assert {"pods/sheets/runs.tsv", "pods/sheets/runs_tiny.tsv", "pods/analysis/released_logs.sha256"} <= names
-    assert "pods/sheets/config.yaml" in names  # pods train --scale reads the workflow's scales from it
+    assert "pods_repro/bench/bench_memory.py" in names
+    assert "pods_repro/experiments/tiny_a.yaml" in names
+    assert "pods_repro/experiments/accelerate/zero2_8gpu.yaml" in names
+    assert {
+        "pods_repro/sheets/runs.tsv",
+        "pods_repro/sheets/runs_tiny.tsv",
+        "pods_repro/analysis/released_logs.sha256",
+    } <= names
+    assert "pods_repro/sheets/config.yaml" in names  # pods train --scale reads the workflow's scales from it
     assert not [n for n in names if n.startswith(("tests/", "results/", "resources/", "benchmarks/"))]
 
 
 @wheel
 def test_imports_the_installed_copy_not_the_checkout(installed):
-    res = run(installed, sys.executable, "-c", "import pods, pods.registry as r; print(pods.__file__, r.IN_CHECKOUT)")
+    res = run(
+        installed, sys.executable, "-c", "import pods, pods_repro.registry as r; print(pods.__file__, r.IN_CHECKOUT)"
+    )
     assert res.returncode == 0, res.stderr
     path, in_checkout = res.stdout.split()
     assert Path(path).is_relative_to(installed["site"])
@@ -113,7 +119,7 @@ def test_validate_a_shipped_experiment_gives_the_short_run_name(installed):
     assert re.search(r"^# run_dir: results/runs/tiny_a/sel~max_variance_n~64_m~16/seed~0$", res.stdout, re.M), (
         res.stdout[-500:]
     )
-    yaml_path = installed["site"] / "pods" / "experiments" / "a_gsm8k_qwen3b.yaml"
+    yaml_path = installed["site"] / "pods_repro" / "experiments" / "a_gsm8k_qwen3b.yaml"
     res = pods(installed, "validate", str(yaml_path), "rollout.n=16", "--paper")
     assert res.returncode == 0, res.stderr
     assert "# run_dir: results/runs/a_gsm8k_qwen3b/sel~max_variance_n~16_m~16/seed~0" in res.stdout
@@ -146,7 +152,7 @@ def test_readme_selection_snippet_runs(installed):
 
 @wheel
 def test_model_cache_is_outside_the_installed_package(installed):
-    res = run(installed, sys.executable, "-c", "from pods.models import cache_root; print(cache_root())")
+    res = run(installed, sys.executable, "-c", "from pods_repro.models import cache_root; print(cache_root())")
     assert res.returncode == 0, res.stderr
     root = Path(res.stdout.strip())
     assert root == Path(installed["env"]["HOME"]) / ".cache" / "pods"
@@ -158,8 +164,8 @@ def test_model_cache_is_outside_the_installed_package(installed):
 
 @pytest.fixture
 def wheel_layout(tmp_path, monkeypatch):
-    """pods.registry as in an installed wheel: no checkout, the package's own experiments/ and sheets/."""
-    package = tmp_path / "site" / "pods"
+    """pods_repro.registry as in an installed wheel: no checkout, the package's own experiments/ and sheets/."""
+    package = tmp_path / "site" / "pods_repro"
     shutil.copytree(REPO / "experiments", package / "experiments")
     (package / "sheets").mkdir(parents=True)
     for sheet in [*(REPO / "config").glob("runs*.tsv"), REPO / "config" / "config.yaml"]:
@@ -171,7 +177,7 @@ def wheel_layout(tmp_path, monkeypatch):
 
 
 def test_run_names_are_the_same_without_a_checkout(wheel_layout, monkeypatch):
-    from pods.config import load_config, run_name
+    from pods_repro.config import load_config, run_name
 
     monkeypatch.chdir(wheel_layout.parent)  # no experiments/ here either
     for path in sorted((REPO / "experiments").glob("*.yaml")):
@@ -188,7 +194,7 @@ def test_run_names_are_the_same_without_a_checkout(wheel_layout, monkeypatch):
 
 def test_without_shipped_experiments_names_would_balloon(wheel_layout, monkeypatch, tmp_path):
     """Why the YAMLs are shipped: against the schema defaults every naming field shows up."""
-    from pods.config import load_config, run_name
+    from pods_repro.config import load_config, run_name
 
     cfg = load_config(REPO / "experiments" / "tiny_a.yaml", check_machine=False)
     monkeypatch.setattr(registry, "PACKAGE_DIR", tmp_path / "empty")
@@ -207,7 +213,10 @@ def test_core_dependencies_and_extras():
     names = {k: {re.split(r"[<>=!\[ ]", d, maxsplit=1)[0] for d in v} for k, v in extras.items()}
     assert {"snakemake", "pandas", "pyarrow", "jsonschema"} <= names["workflow"]
     assert "matplotlib" in names["figures"]
-    assert extras["all"] == ["pods-rl[workflow,figures,bench,tensorboard]"]
+    assert extras["all"] == ["pods-rl[repro,workflow,figures,bench,tensorboard]"]
+    # the reproduction's needs come with `repro`, not with the library's core
+    assert {"math-verify", "pyyaml", "gguf", "peft", "datasets"} <= names["repro"]
+    assert not {"math-verify", "pyyaml", "gguf", "peft", "datasets", "numpy", "tqdm"} & set(core)
     assert names["tensorboard"] == {"tensorboard"}  # trl.report_to=[tensorboard] outside the dev install
     assert "trl[vllm]>=1.16,<1.17" in extras["gpu"]
     assert "flash-attn" not in names["gpu"]
@@ -218,7 +227,7 @@ def test_core_dependencies_and_extras():
 
 
 def test_pods_bench_runs_code_from_the_package():
-    from pods import cli
+    from pods_repro import cli
 
     assert cli.BENCH_DIR == Path(cli.__file__).resolve().parent / "bench"
     assert {"asymmetry", "memory", "select", "cost_model"} <= {cli._bench_script(n).stem.removeprefix("bench_")
@@ -230,6 +239,6 @@ def test_wheel_build_folders_are_ignored_by_git():
     """`pip wheel --no-deps . -w dist` leaves build/ and dist/ in the checkout: git must not list them."""
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    res = subprocess.run(["git", "check-ignore", "build/lib/pods/cli.py", "dist/pods_rl-0.2.0-py3-none-any.whl"],
+    res = subprocess.run(["git", "check-ignore", "build/lib/pods_repro/cli.py", "dist/pods_rl-0.3.0-py3-none-any.whl"],
                          cwd=REPO, capture_output=True, text=True)  # fmt: skip
-    assert res.stdout.split() == ["build/lib/pods/cli.py", "dist/pods_rl-0.2.0-py3-none-any.whl"], res.stderr
+    assert res.stdout.split() == ["build/lib/pods_repro/cli.py", "dist/pods_rl-0.3.0-py3-none-any.whl"], res.stderr

@@ -32,24 +32,24 @@ def test_main_runs_list_puts_builds_first_then_the_longest_runs(tmp_path):
     dry = "\n".join(
         [
             "rule train:",
-            "Shell command: python -m pods train experiments/tiny_e.yaml seed=0 out_dir=results/runs/e/x/seed~0 >> l 2>&1",
-            "Shell command: python -m pods train experiments/tiny_c.yaml seed=0 out_dir=results/runs/c/z/seed~0 >> l 2>&1",
-            "Shell command: python -m pods.models build tiny:llama-arith_warm > results/logs/models/w.log 2>&1",
-            "Shell command: python -m pods train experiments/tiny_a.yaml seed=0 out_dir=results/runs/a/y/seed~0 >> l 2>&1",
-            "Shell command: python -m pods.analysis collect --run-dirs x > results/logs/collect.log 2>&1",
+            "Shell command: python -m pods_repro train experiments/tiny_e.yaml seed=0 out_dir=results/runs/e/x/seed~0 >> l 2>&1",
+            "Shell command: python -m pods_repro train experiments/tiny_c.yaml seed=0 out_dir=results/runs/c/z/seed~0 >> l 2>&1",
+            "Shell command: python -m pods_repro.models build tiny:llama-arith_warm > results/logs/models/w.log 2>&1",
+            "Shell command: python -m pods_repro train experiments/tiny_a.yaml seed=0 out_dir=results/runs/a/y/seed~0 >> l 2>&1",
+            "Shell command: python -m pods_repro.analysis collect --run-dirs x > results/logs/collect.log 2>&1",
         ]
     )
     res = _list(dry, earlier)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("python -m pods.models build tiny:llama-arith_warm")
+    assert lines[0].startswith("python -m pods_repro.models build tiny:llama-arith_warm")
     assert [line.split("out_dir=")[1].split()[0] for line in lines[1:]] == [
         "results/runs/a/y/seed~0",
         "results/runs/e/x/seed~0",
         "results/runs/c/z/seed~0",
     ]
     assert "1 builds, 3 runs; the runs took 450 s" in res.stderr
-    bad = _list("Shell command: python -m pods.analysis collect\n")
+    bad = _list("Shell command: python -m pods_repro.analysis collect\n")
     assert bad.returncode == 1
     assert "pipe `snakemake -n -p --forceall`" in bad.stderr
 
@@ -79,7 +79,7 @@ def test_main_runs_sh_runs_at_once_stops_at_the_deadline_and_packs(tmp_path):
     cmds.write_text(
         "\n".join(
             [
-                show.format("PODS_CACHE") + " > results/logs/models/build.log 2>&1  # pods.models build",
+                show.format("PODS_CACHE") + " > results/logs/models/build.log 2>&1  # pods_repro.models build",
                 show.format("OMP_NUM_THREADS") + " > results/logs/train/threads.log 2>&1",
             ]
         )

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pods import registry
+from pods_repro import registry
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebook"

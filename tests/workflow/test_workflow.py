@@ -9,7 +9,7 @@ job (the re-analysis of the authors' released logs, a few seconds).
 Checks: `snakemake --lint` is clean; the paper scale schedules exactly the 200 training runs of the
 paper (100 main + 30 n-sweep + 30 m-sweep + 30 rules + 10 normalisation, config/README.md), (e)/(f)
 through `accelerate launch` on 8 GPUs and (a)-(d) on 1; every run scheduled by every profile is a
-config the trainer accepts and its directory is named `pods.config.run_name`; the released target
+config the trainer accepts and its directory is named `pods_repro.config.run_name`; the released target
 gives Table 3's 2.0/3.0/2.0/1.7/1.7; bad config values and bad sheet rows fail before any job runs;
 the recipe "add a setting (g)" of docs/design.md (a YAML, sheet rows, one record) is enough.
 """
@@ -31,11 +31,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pods import registry
+from pods_repro import registry
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASED = REPO.parent / "shared" / "reference" / "pods-released-results"
-LINKED = ["Snakefile", "rules", "config", "profiles", "report", "envs", "experiments", "figures", "pods"]
+LINKED = ["Snakefile", "rules", "config", "profiles", "report", "envs", "experiments", "figures", "pods", "pods_repro"]
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or "snakemake"
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
@@ -56,7 +56,7 @@ def workdir(tmp_path_factory) -> Path:
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    # The rules run `python -m pods ...`; an empty model cache makes every tiny model's build a job.
+    # The rules run `python -m pods_repro ...`; an empty model cache makes every tiny model's build a job.
     cache = workdir / "empty_model_cache"
     cache.mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO), "PODS_CACHE": str(cache)}
@@ -163,7 +163,7 @@ def test_paper_launchers_and_gpus(paper_dry_run):
             assert job["launcher"][job["launcher"].index("--config_file") + 1] == hardware["accelerate_config"]
         else:
             assert job["gpu"] == 1
-            assert job["launcher"] == ["python", "-m", "pods"]
+            assert job["launcher"] == ["python", "-m", "pods_repro"]
 
 
 @pytest.mark.parametrize("scale", ["tiny", "smoke"])
@@ -177,23 +177,23 @@ def test_cpu_scales_have_the_same_dag_shape(workdir, dry_runs, paper_dry_run, sc
     own = {"train", "build_tiny_model"}  # the tiny models are built by jobs of the DAG (below)
     assert {k: v for k, v in counts.items() if k not in own} == {k: v for k, v in paper.items() if k != "train"}
     for job in train_jobs(out):
-        assert job["launcher"] == ["python", "-m", "pods"]
+        assert job["launcher"] == ["python", "-m", "pods_repro"]
         assert job["gpu"] == 0
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods_repro.config needs torch")
 @pytest.mark.parametrize("scale", ["paper", "tiny"])
 def test_every_scheduled_run_is_a_valid_config_named_like_the_trainer_names_it(workdir, dry_runs, scale):
-    from pods.config import apply_overrides, from_dict, read_yaml, run_name, validate
+    from pods_repro.config import apply_overrides, from_dict, read_yaml, run_name, validate
 
     out = scale_dry_run(workdir, dry_runs, scale)
     prof = CONFIG["scales"][scale]
-    from pods.registry import read_sheet
+    from pods_repro.registry import read_sheet
 
     with_role = {(arm.setting, arm.run_name) for arm in read_sheet(REPO / prof["runs"]) if arm.role}
     yamls, bases = {}, {}
     for job in train_jobs(out):
-        # = pods.config.load_config(experiment, args, check_machine=False), reading each YAML once;
+        # = pods_repro.config.load_config(experiment, args, check_machine=False), reading each YAML once;
         # check_machine=False: the paper's GPU configs are validated on this CPU machine.
         summary = Path(job["summary"])
         letter = summary.parts[-4]
@@ -251,7 +251,7 @@ def test_tiny_models_are_built_by_jobs_of_the_dag(workdir, dry_runs, paper_dry_r
     models, bench_model = SCALE_MODELS[scale]
     assert job_counts(out)["build_tiny_model"] == 4
     assert sorted(cards) == models
-    built = re.findall(r"python -m pods.models build tiny:([\w.-]+)", out)
+    built = re.findall(r"python -m pods_repro.models build tiny:([\w.-]+)", out)
     assert sorted(built) == models
     yamls = {}
     for job in train_jobs(out):
@@ -292,8 +292,8 @@ SCALE_RUNS = {
 def test_pods_train_with_scale_resolves_the_workflow_job_s_config(workdir):
     """The README's one run without Snakemake trained another model on a 300 s budget: `--scale tiny` gives
     the workflow's job exactly (its experiment, seed, budgets, evaluation grid, model and run directory)."""
-    from pods.config import load_config, to_dict
-    from pods.config.scales import workflow_overrides
+    from pods_repro.config import load_config, to_dict
+    from pods_repro.config.scales import workflow_overrides
 
     out = dry_run(workdir, "tiny", *(f"results/runs/{run}/summary.json" for run in SCALE_RUNS))
     jobs = train_jobs(out)
@@ -307,7 +307,7 @@ def test_pods_train_with_scale_resolves_the_workflow_job_s_config(workdir):
         assert got == want, (run, {k: (got[k], want[k]) for k in want if got[k] != want[k]})
         assert f"the workflow's run {run}" in note
     # and the command itself: `pods validate tiny_a seed=0 --scale tiny` prints that config
-    res = subprocess.run([sys.executable, "-m", "pods", "validate", "tiny_a", "seed=0", "--scale", "tiny"],
+    res = subprocess.run([sys.executable, "-m", "pods_repro", "validate", "tiny_a", "seed=0", "--scale", "tiny"],
                          cwd=workdir, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert res.returncode == 0, res.stderr
     printed = yaml.safe_load(res.stdout)
@@ -318,8 +318,8 @@ def test_pods_train_with_scale_resolves_the_workflow_job_s_config(workdir):
 
 
 def test_scale_refuses_an_experiment_of_another_scale():
-    from pods.config import ConfigError
-    from pods.config.scales import workflow_overrides
+    from pods_repro.config import ConfigError
+    from pods_repro.config.scales import workflow_overrides
 
     with pytest.raises(ConfigError, match=r"is not the experiment of a setting at scale tiny.*tiny_a \(a\)"):
         workflow_overrides("a_gsm8k_qwen3b", [], "tiny")
@@ -365,7 +365,7 @@ def test_collect_ignores_a_manual_run_under_the_results_root(tmp_path, workdir, 
     """`pods train experiments/tiny_a.yaml` writes results/runs/tiny_a/...; the
     workflow's tables hold only the runs of its sheet, whatever else lies under the root."""
     out = scale_dry_run(workdir, dry_runs, "smoke")
-    command = shell_command(out, "pods.analysis collect")
+    command = shell_command(out, "pods_repro.analysis collect")
     argv = shlex.split(command.split(">")[0])
     listed = argv[argv.index("--run-dirs") + 1 : argv.index("--out-dir")]
     assert sorted(listed) == sorted(str(Path(j["summary"]).parent) for j in train_jobs(out))
@@ -455,14 +455,18 @@ def test_bad_sheet_rows_fail(workdir, tmp_path, edit, message):
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.selectors needs torch")
 def test_sheet_rules_are_registered_selectors():
-    from pods.selectors import RULES
+    import pods_repro.rules  # noqa: F401  (the rules from other papers register on import)
+    from pods.selectors import registered_rules
 
+    RULES = registered_rules()
     for sheet in ("runs.tsv", "runs_tiny.tsv"):
         rules = {line.split("\t")[1] for line in (REPO / "config" / sheet).read_text().splitlines()[1:]}
         assert rules <= set(RULES), sorted(rules - set(RULES))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pods.analysis") is None, reason="pods.analysis is not written yet")
+@pytest.mark.skipif(
+    importlib.util.find_spec("pods_repro.analysis") is None, reason="pods_repro.analysis is not written yet"
+)
 @pytest.mark.skipif(not RELEASED.is_dir(), reason=f"{RELEASED} (the authors' released logs) is not here")
 def test_released_target_reproduces_table_3(workdir):
     target = "results/released/time_to_peak.csv"
@@ -499,11 +503,13 @@ def test_released_logs_default_to_the_verified_download(workdir):
     """No released_logs: the pinned tarball is downloaded (and verified) before the re-analysis."""
     out = dry_run(workdir, "tiny", "results/released/time_to_peak.csv")
     assert job_counts(out) == {"download_released": 1, "released_time_to_peak": 1}
-    download = shell_command(out, "pods.analysis.released_logs download")
+    download = shell_command(out, "pods_repro.analysis.released_logs download")
     assert "https://github.com/YixuanEvenXu/pods/archive/187f43b648f69385103029c2dd0934521e17bb71.tar.gz" in download
-    assert "--manifest pods/analysis/released_logs.sha256" in download
-    analysis = shell_command(out, "pods.analysis released")
-    assert analysis.startswith("python -m pods.analysis.released_logs verify resources/released/pods-187f43b/results")
+    assert "--manifest pods_repro/analysis/released_logs.sha256" in download
+    analysis = shell_command(out, "pods_repro.analysis released")
+    assert analysis.startswith(
+        "python -m pods_repro.analysis.released_logs verify resources/released/pods-187f43b/results"
+    )
 
 
 def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, dry_runs):
@@ -518,7 +524,7 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
     assert counts["figure"] > 0
     assert "--paper-steps" not in shell_command(out, "time-to-peak")
     assert counts["ablations"] == 1
-    assert "--released" not in shell_command(out, "pods.analysis ablations")
+    assert "--released" not in shell_command(out, "pods_repro.analysis ablations")
     # By default the table reads the released steps.csv (speed-up (iii) from the authors' s/step),
     # and the plateau table is made for the released runs too.
     default = scale_dry_run(workdir, dry_runs, "smoke")
@@ -530,11 +536,11 @@ def test_released_logs_none_runs_the_workflow_without_the_authors_logs(workdir, 
         )
     # The ablations table sets the released runs of the same arms beside ours; the released logs get their own.
     assert job_counts(default)["released_ablations"] == 1
-    assert shell_command(default, "pods.analysis ablations --released").startswith(
-        "python -m pods.analysis ablations --released results/released/curves.csv --out-dir results/released "
+    assert shell_command(default, "pods_repro.analysis ablations --released").startswith(
+        "python -m pods_repro.analysis ablations --released results/released/curves.csv --out-dir results/released "
     )
-    assert shell_command(default, "pods.analysis ablations --curves").startswith(
-        "python -m pods.analysis ablations --curves results/smoke/tables/curves.csv "
+    assert shell_command(default, "pods_repro.analysis ablations --curves").startswith(
+        "python -m pods_repro.analysis ablations --curves results/smoke/tables/curves.csv "
         "--released results/released/curves.csv --out-dir results/smoke/tables"
     )
     # Asking for the re-analysis itself with the logs off is refused before any job runs, saying how to fix it.
@@ -612,15 +618,15 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
 
     # The sheet parser and the analysis pick it up (the record added in-process as in the file).
     monkeypatch.setattr(registry, "SETTINGS", dict(registry.SETTINGS))  # restored after the test
-    exec(RECORD_G, vars(registry))  # noqa: S102  the same line the recipe appends to pods/registry.py
+    exec(RECORD_G, vars(registry))  # noqa: S102  the same line the recipe appends to pods_repro/registry.py
     sheet = wd / "config" / "runs_tiny.tsv"
     main = registry.main_arms(registry.read_sheet(sheet))
     assert (main["g"]["baseline"].run_name, main["g"]["pods"].run_name) == (
         "sel~max_variance_n~8_m~8",
         "sel~max_variance_n~32_m~8",
     )
-    from pods.analysis.collect import load_runs
-    from pods.analysis.speedups import default_comparisons, speedup_table
+    from pods_repro.analysis.collect import load_runs
+    from pods_repro.analysis.speedups import default_comparisons, speedup_table
 
     spec = importlib.util.spec_from_file_location(
         "_pods_test_analysis", REPO / "tests" / "analysis" / "test_analysis.py"
@@ -638,11 +644,11 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
     assert speedup_table(df, n_boot=50)["speedup"].tolist() == [3.0]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods.config needs torch")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pods_repro.config needs torch")
 def test_fidelity_code_schedules_the_200_runs_as_the_authors_code_ran_them(workdir):
     """`--config scale=paper fidelity=code`: the same 200 runs, under results/paper-code/, each resolved by
-    pods.config.fidelity and named as the trainer names it at that fidelity."""
-    from pods.config import load_config, run_name
+    pods_repro.config.fidelity and named as the trainer names it at that fidelity."""
+    from pods_repro.config import load_config, run_name
 
     res = snakemake(workdir, "-n", "-p", "--config", "scale=paper", "fidelity=code")
     out = res.stdout + res.stderr
@@ -683,7 +689,7 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
     by a job of the DAG), (a) 600 steps on 64 seeds per main arm and (e) 150 steps, both on 400-problem
     evaluations; (b)-(d), (f) keep their experiment YAML's model, (b)-(d) the scale's evaluation size,
     and (f) runs 100 steps on 3 seeds per arm with 400-problem evaluations."""
-    from pods.config import load_config
+    from pods_repro.config import load_config
 
     seen, seeds, cfgs = {}, {}, {}
     for letter, args, job in parsed_train_jobs(scale_dry_run(workdir, dry_runs, "tiny"), "results"):
@@ -711,7 +717,7 @@ def test_tiny_default_trains_a_and_e_on_the_warm_model(workdir, dry_runs):
 def test_a_longer_budget_names_the_workflow_s_run_so_that_it_continues():
     """`pods train tiny_a seed=0 --scale tiny budget.max_steps=900` is the workflow's run with more steps, in its
     directory (the budget does not make another arm), so that training the missing steps continues it."""
-    from pods.config.scales import workflow_overrides
+    from pods_repro.config.scales import workflow_overrides
 
     for extra in (["budget.max_steps=900"], ["budget.max_steps=900", "checkpoint.every_steps=10"]):
         overrides, note = workflow_overrides("tiny_a", ["seed=0", *extra], "tiny")
