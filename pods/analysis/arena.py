@@ -673,7 +673,8 @@ def prepare_steps(steps: pd.DataFrame, meta: dict) -> tuple[pd.DataFrame, dict]:
     s = arena_stats.computed_rows(steps, meta)
     cpu = arena_stats.cpu_weights(s)
     s["cost_tokens"] = s.gen_tokens.fillna(0) + s.computed_tokens
-    s["cost_compute"] = s.gen_tokens.fillna(0) + cpu["ratio"] * s.computed_tokens
+    if math.isfinite(cpu["ratio"]):  # else no per-compute reading (the steps cannot separate the two costs)
+        s["cost_compute"] = s.gen_tokens.fillna(0) + cpu["ratio"] * s.computed_tokens
     path = registry.repo_file(arena_stats.GPU_COST_MODEL)
     gpu = arena_stats.gpu_model(path) if path.is_file() else None
     if gpu is not None:

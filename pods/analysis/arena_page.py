@@ -200,7 +200,7 @@ _PAGE_METHODS = (
 def _weights_lines(info: dict) -> list[str]:
     """How compute is weighed: tokens 1 : 1, the record's CPU fit, the GPU cost model (labelled as a model)."""
     cpu, gpu = info.get("cpu"), info.get("gpu")
-    if not cpu:
+    if not cpu or not math.isfinite(cpu["ratio"]):
         return []
     lines = [
         "**Compute, as the hardware weighs it.** Trained tokens count what the update computed: every row of the",
@@ -320,7 +320,7 @@ def _condition_tables(
         lines += [f"## Condition `{cond}`", ""]
         if sub.empty:
             k, n = counts[cond]
-            lines += [f"Not recorded: {k} of {n} runs recorded; the table fills once all are recorded.", ""]
+            lines += [f"Not recorded: {k} of {n} runs recorded: the table fills once all are recorded.", ""]
             continue
         here = vs[vs.condition == cond]
         lines += _condition_verdicts(here) + [_reading_line(here), ""]

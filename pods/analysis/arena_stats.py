@@ -170,14 +170,16 @@ def computed_rows(steps: pd.DataFrame, meta: dict) -> pd.DataFrame:
 def cpu_weights(steps: pd.DataFrame) -> dict:
     """Least squares of ``step_cpu_s`` on (1, gen_tokens, computed_tokens) over the given steps (with
     :func:`computed_rows`): CPU seconds per step, per generated token and per token computed in the update, and
-    their ratio (a trained token in generated ones)."""
+    their ratio (a trained token in generated ones; NaN when the steps cannot separate the two)."""
     s = steps.dropna(subset=["step_cpu_s", "gen_tokens", "computed_tokens"])
     x = np.column_stack([np.ones(len(s)), s.gen_tokens.to_numpy(float), s.computed_tokens.to_numpy(float)])
-    coef, *_ = np.linalg.lstsq(x, s.step_cpu_s.to_numpy(float), rcond=None)
+    coef, _, rank, _ = np.linalg.lstsq(x, s.step_cpu_s.to_numpy(float), rcond=None)
     resid = s.step_cpu_s.to_numpy(float) - x @ coef
     ss = float(((s.step_cpu_s - s.step_cpu_s.mean()) ** 2).sum())
+    fitted = rank == 3 and coef[1] > 0  # the steps vary in both counts, and a generated token costs something
     return {"intercept_s": float(coef[0]), "gen_s": float(coef[1]), "trained_s": float(coef[2]),
-            "ratio": float(coef[2] / coef[1]), "r2": 1.0 - float((resid**2).sum()) / ss, "steps": len(s)}  # fmt: skip
+            "ratio": float(coef[2] / coef[1]) if fitted else math.nan,
+            "r2": 1.0 - float((resid**2).sum()) / ss if ss > 0 else math.nan, "steps": len(s)}  # fmt: skip
 
 
 def gpu_model(path: Path) -> dict:

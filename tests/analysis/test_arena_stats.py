@@ -175,3 +175,9 @@ def test_full_references_use_the_default_job_s_64_seeds_and_the_arena_s_draw():
     assert rows.loc[("pods", "grpo"), "analysis"] == "paired"  # the same 64 seeds
     assert rows.loc[("random", "pods"), "analysis"] == "unpaired"  # 8 arm seeds against 64
     assert 0 <= full["percentile"]["pods"] <= 1
+
+
+def test_cpu_weights_give_no_ratio_when_the_steps_cannot_separate_the_costs():
+    _, steps, meta = _toy_record()
+    same = S.computed_rows(steps[steps.arm == "pods"], meta)  # every step the same counts
+    assert math.isnan(S.cpu_weights(same)["ratio"])
