@@ -356,11 +356,16 @@ def _reading_line(vs: pd.DataFrame) -> str:
         c = tested[(tested.reference == ref) & (tested.statistic == "auc_compute")]
         if not c.empty:
             parts.append(
-                f"Per compute against {name}, each pair is read to the smaller total of the two: the arms to step "
-                f"{c.arm_step_at_budget.min():.0f}-{c.arm_step_at_budget.max():.0f}, {name} to step "
-                f"{c.reference_step_at_budget.min():.0f}-{c.reference_step_at_budget.max():.0f}."
+                f"Per compute against {name}, each pair is read to the smallest total any run of the two spent: "
+                f"the arms to step {_span(c.arm_step_at_budget)} (mean over seeds), {name} to step "
+                f"{_span(c.reference_step_at_budget)}."
             )
     return " ".join(parts)
+
+
+def _span(x: pd.Series) -> str:
+    lo, hi = f"{x.min():.0f}", f"{x.max():.0f}"
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 _CHOOSING_COLUMNS = (
