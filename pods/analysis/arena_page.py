@@ -169,6 +169,8 @@ _PAGE_METHODS = (
     "  (`rollout.prompts_per_step=2`), so a 250-step run sees each prompt 5 times (5 epochs, each in its own",
     "  seeded order): the skip meets prompts it has seen, and a filtered group leaves an update that still holds",
     "  another (at one prompt a step, the zero-variance filter only drops a group of zero advantages).",
+    "  `pytest -m slow tests/analysis/test_arena_reuse.py` trains its PODS arms for 110 steps (one seed) and",
+    "  checks that the skip, the filter and the refill each fire and change the rewards PODS would have seen.",
     "",
     "## Statistics and verdicts",
     "",
