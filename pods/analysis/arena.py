@@ -26,9 +26,13 @@ Statistics, per run (a seed of an arm under a condition), each then averaged ove
   budget. ``auc_cpu``: the same in CPU seconds of the training steps (``step_cpu_s``; machine-bound).
 
 Comparisons (``arena_vs.csv``): for each condition, arm, reference (``grpo``, ``pods``) and statistic, the
-difference of the means over seeds with a 95% Welch t-interval (:func:`pods.analysis.intervals.mean_diff_interval`)
-and a verdict by :func:`verdict`: the interval above 0 "better", containing 0 "not resolved", below 0 "worse"
-(fewer than 2 seeds on either side: "too few seeds").
+difference over seeds, paired by seed where the two arms ran the same seeds (else Welch), with its 95% interval
+and p-value, Holm's adjusted p-value and BH's q-value within the test's family (its reference and statistic over
+every recorded condition: :mod:`pods.analysis.arena_stats`), and the verdict: "better" / "worse" when the
+Holm-adjusted p-value is below 0.05, else "not resolved" (``verdict_uncorrected``: by the raw interval, as
+:func:`verdict`); a filter arm that changed no update there reads "not exercised", with no test. The compute
+statistics (tokens 1 : 1, the record's CPU-weighted compute, CPU seconds, the GPU cost model's seconds) read
+each pair to the smallest total either arm's runs spent.
 """
 
 from __future__ import annotations
