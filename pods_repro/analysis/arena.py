@@ -26,9 +26,13 @@ Statistics, per run (a seed of an arm under a condition), each then averaged ove
   budget. ``auc_cpu``: the same in CPU seconds of the training steps (``step_cpu_s``; machine-bound).
 
 Comparisons (``arena_vs.csv``): for each condition, arm, reference (``grpo``, ``pods``) and statistic, the
-difference of the means over seeds with a 95% Welch t-interval (:func:`pods_repro.analysis.intervals.mean_diff_interval`)
-and a verdict by :func:`verdict`: the interval above 0 "better", containing 0 "not resolved", below 0 "worse"
-(fewer than 2 seeds on either side: "too few seeds").
+difference over seeds, paired by seed where the two arms ran the same seeds (else Welch), with its 95% interval
+and p-value, Holm's adjusted p-value and BH's q-value within the test's family (its reference and statistic over
+every recorded condition: :mod:`pods_repro.analysis.arena_stats`), and the verdict: "better" / "worse" when the
+Holm-adjusted p-value is below 0.05, else "not resolved" (``verdict_uncorrected``: by the raw interval, as
+:func:`verdict`); a filter arm that changed no update there reads "not exercised", with no test. The compute
+statistics (tokens 1 : 1, the record's CPU-weighted compute, CPU seconds, the GPU cost model's seconds) read
+each pair to the smallest total either arm's runs spent.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from pods_repro import registry
+from pods_repro.analysis import arena_stats
 from pods_repro.analysis.arena_record import FLOAT_FORMAT
 from pods_repro.analysis.intervals import mean_diff_interval, mean_interval
 
@@ -83,7 +88,7 @@ STATS = {
     "acc_tokens": "accuracy at the token budget",
     "auc_cpu": "mean accuracy over the CPU-seconds budget",
 }
-COMPARED = ("auc_step", "acc_final", "auc_tokens", "acc_tokens", "auc_cpu", "peak_step")
+COMPARED = ("auc_step", "acc_final", "auc_tokens", "acc_tokens", "auc_compute", "auc_cpu", "auc_gpu", "peak_step")
 CI = 0.95
 
 
@@ -200,33 +205,60 @@ def _at_evals(eval_steps: np.ndarray, step_of: np.ndarray, cumulative: np.ndarra
     return np.array([0.0 if st == 0 else float(np.interp(st, step_of, cumulative)) for st in eval_steps])
 
 
-def run_stats(curves: pd.DataFrame, steps: pd.DataFrame, budget_steps: int) -> pd.DataFrame:
-    """Per run (condition, arm, seed): the statistics of :data:`STATS` (see the module docstring)."""
-    rows = []
-    per_run = {}
+COMPUTE = {
+    "tokens": "tokens generated + computed in the update, weighed 1 : 1",
+    "compute": "generated-token equivalents: a computed token weighs the record's CPU cost ratio",
+    "cpu": "CPU seconds of the steps (step_cpu_s)",
+    "gpu": "GPU seconds by the H200 cost model (a model, not a measurement)",
+}
+"""The compute measures of a step; each reads every run of a comparison to the same budget of it."""
+
+
+def run_series(curves: pd.DataFrame, steps: pd.DataFrame) -> dict:
+    """Per run (condition, arm, seed): (evaluation steps, accuracies, {measure: cumulative compute at each
+    evaluation}) for the measures of :data:`COMPUTE` whose step columns the table holds (``cost_tokens``,
+    ``cost_compute``, ``step_cpu_s``, ``cost_gpu_s``; without ``cost_tokens``, generated + trained tokens)."""
+    steps = steps.copy()
+    if "cost_tokens" not in steps:
+        trained = steps.computed_tokens if "computed_tokens" in steps else steps.trained_tokens
+        steps["cost_tokens"] = steps.gen_tokens.fillna(0) + trained.fillna(0)
+    columns = {"tokens": "cost_tokens", "compute": "cost_compute", "cpu": "step_cpu_s", "gpu": "cost_gpu_s"}
+    columns = {k: v for k, v in columns.items() if v in steps}
+    by_run = {key: g.sort_values("step") for key, g in steps.groupby(["condition", "arm", "seed"], sort=True)}
+    out = {}
     for key, c in curves.groupby(["condition", "arm", "seed"], sort=True):
         c = c.sort_values("step")
-        s = steps[(steps.condition == key[0]) & (steps.arm == key[1]) & (steps.seed == key[2])].sort_values("step")
         x, y = c.step.to_numpy(float), c.accuracy.to_numpy(float)
         if x[0] != 0:
             raise ArenaInputError(f"run {'/'.join(map(str, key))} has no evaluation at step 0; collect it again")
-        tokens = (s.gen_tokens.fillna(0) + s.trained_tokens.fillna(0)).cumsum().to_numpy(float)
-        cpu = s.step_cpu_s.fillna(0).cumsum().to_numpy(float)
+        s = by_run.get(key, steps.iloc[:0])
         step_of = s.step.to_numpy(int)
-        per_run[key] = (x, y, step_of, tokens, cpu)
+        cum = {k: s[col].fillna(0).cumsum().to_numpy(float) for k, col in columns.items()}
+        at = {k: _at_evals(x, step_of, v) if len(v) else np.zeros_like(x) for k, v in cum.items()}
+        totals = {k: float(v[-1]) if len(v) else math.nan for k, v in cum.items()}
+        out[key] = (x, y, at, totals)
+    return out
+
+
+def run_stats(curves: pd.DataFrame, steps: pd.DataFrame, budget_steps: int) -> pd.DataFrame:
+    """Per run (condition, arm, seed): the statistics of :data:`STATS` (see the module docstring); the compute
+    ones at the smallest total any run of the condition spent (a comparison reads its own pair's budget:
+    :func:`vs_table`)."""
+    series = run_series(curves, steps)
+    rows = []
+    for key, (x, y, _at, totals) in series.items():
         auc, final = _area(x, y, float(budget_steps))
-        half = float(np.interp(budget_steps / 2, x, y))
         rows.append(
             {
                 "condition": key[0],
                 "arm": key[1],
                 "seed": int(key[2]),
                 "auc_step": auc,
-                "acc_half": half,
+                "acc_half": float(np.interp(budget_steps / 2, x, y)),
                 "acc_final": final,
                 "peak_step": float(x[int(np.argmax(y))]),
-                "total_tokens": float(tokens[-1]) if len(tokens) else math.nan,
-                "total_cpu_s": float(cpu[-1]) if len(cpu) else math.nan,
+                "total_tokens": totals.get("tokens", math.nan),
+                "total_cpu_s": totals.get("cpu", math.nan),
             }
         )
     out = pd.DataFrame(rows)
@@ -234,18 +266,33 @@ def run_stats(curves: pd.DataFrame, steps: pd.DataFrame, budget_steps: int) -> p
         raise ArenaInputError("the arena curves hold no run; collect the runs first")
     for col in ("auc_tokens", "acc_tokens", "auc_cpu", "token_budget", "cpu_budget_s"):
         out[col] = math.nan
-    # compute budgets: the smallest total any run of the condition spent
-    for cond, idx in out.groupby("condition").groups.items():
+    for _cond, idx in out.groupby("condition").groups.items():
         tok_budget = out.loc[idx, "total_tokens"].min()
         cpu_budget = out.loc[idx, "total_cpu_s"].min()
         for i in idx:
-            key = (cond, out.at[i, "arm"], out.at[i, "seed"])
-            x, y, step_of, tokens, cpu = per_run[key]
-
-            out.at[i, "auc_tokens"], out.at[i, "acc_tokens"] = _area(_at_evals(x, step_of, tokens), y, tok_budget)
-            out.at[i, "auc_cpu"], _ = _area(_at_evals(x, step_of, cpu), y, cpu_budget)
+            x, y, at, _ = series[(out.at[i, "condition"], out.at[i, "arm"], out.at[i, "seed"])]
+            out.at[i, "auc_tokens"], out.at[i, "acc_tokens"] = _area(at["tokens"], y, tok_budget)
+            out.at[i, "auc_cpu"], _ = _area(at["cpu"], y, cpu_budget)
             out.at[i, "token_budget"], out.at[i, "cpu_budget_s"] = tok_budget, cpu_budget
     return out
+
+
+def _pair_values(series: dict, cond: str, arms: tuple[str, str], measure: str, stat: str) -> tuple:
+    """Per seed of each arm, the AUC/B (or accuracy at B) of ``measure`` at the pair's budget: the smallest
+    total either arm's runs spent; and the mean step each arm's runs reach at it."""
+    keys = {arm: [k for k in series if k[0] == cond and k[1] == arm] for arm in arms}
+    budget = min(series[k][3][measure] for arm in arms for k in keys[arm])
+    vals, reach = [], []
+    for arm in arms:
+        one, steps_at = {}, []
+        for k in keys[arm]:
+            x, y, at, _ = series[k]
+            auc, final = _area(at[measure], y, budget)
+            one[int(k[2])] = final if stat.startswith("acc_") else auc
+            steps_at.append(float(np.interp(budget, at[measure], x)))
+        vals.append(one)
+        reach.append(float(np.mean(steps_at)))
+    return vals[0], vals[1], budget, reach
 
 
 def verdict(low: float, high: float) -> str:
@@ -279,50 +326,95 @@ def arm_table(stats: pd.DataFrame, meta: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def vs_table(stats: pd.DataFrame, meta: dict, references: Sequence[str] = ("grpo", "pods")) -> pd.DataFrame:
-    """Each arm against each reference arm, per condition and compared statistic: difference of means, 95% Welch
-    interval, verdict. A higher accuracy is better; for ``peak_step`` (time-to-peak) the difference is read the
-    other way round (reference minus arm), so "better" means an earlier peak there too."""
+_MEASURE_OF = {"auc_tokens": "tokens", "acc_tokens": "tokens", "auc_compute": "compute", "auc_cpu": "cpu",
+               "auc_gpu": "gpu"}  # fmt: skip
+
+
+def _comparison(stats, series, cond, arm, ref, stat) -> dict | None:
+    """One test: the arm minus the reference on ``stat`` (paired by seed where they share seeds)."""
+    reach = (math.nan, math.nan)
+    budget = math.nan
+    if series is not None and stat in _MEASURE_OF:
+        measure = _MEASURE_OF[stat]
+        if not any(measure in v[3] for k, v in series.items() if k[0] == cond):
+            return None
+        a, b, budget, reach = _pair_values(series, cond, (arm, ref), measure, stat)
+    else:
+        if stat not in stats:
+            return None
+        sub = stats[(stats.condition == cond) & (stats.arm == arm)]
+        base = stats[(stats.condition == cond) & (stats.arm == ref)]
+        a, b = dict(zip(sub.seed, sub[stat], strict=True)), dict(zip(base.seed, base[stat], strict=True))
+    if stat == "peak_step":  # better is earlier: reference minus arm
+        a, b = b, a
+    d = arena_stats.difference(a, b, CI)
+    return {"condition": cond, "arm": arm, "reference": ref, "statistic": stat, **d,
+            "seeds": len(a), "reference_seeds": len(b), "budget": budget,
+            "arm_step_at_budget": reach[0], "reference_step_at_budget": reach[1]}  # fmt: skip
+
+
+def vs_table(
+    stats: pd.DataFrame,
+    meta: dict,
+    references: Sequence[str] = ("grpo", "pods"),
+    series: dict | None = None,
+    skip: dict | None = None,
+) -> pd.DataFrame:
+    """Each arm against each reference arm, per condition and compared statistic: the difference (paired over
+    shared seeds, else Welch: :func:`pods_repro.analysis.arena_stats.difference`), its 95% interval and p-value, Holm's
+    adjusted p-value within the test's family (:data:`pods_repro.analysis.arena_stats.FAMILY`) and BH's q-value, and the
+    verdict: "better" / "worse" when the Holm-adjusted p-value is below ``ALPHA`` (``verdict_uncorrected``: by
+    the raw interval). A higher accuracy is better; for ``peak_step`` the difference is reference minus arm.
+    ``series`` (:func:`run_series`): the compute measures read each pair at its own budget (else the condition's,
+    from ``stats``). ``skip``: (condition, arm) -> fired share of the filter arms that changed no update: "not
+    exercised", no test."""
     rows = []
+    skip = skip or {}
     for cond in meta["conditions"]:
         for ref in references:
-            base = stats[(stats.condition == cond) & (stats.arm == ref)]
+            if stats[(stats.condition == cond) & (stats.arm == ref)].empty:
+                continue
             for arm in meta["arms"]:
-                if arm == ref:
-                    continue
-                sub = stats[(stats.condition == cond) & (stats.arm == arm)]
-                if sub.empty or base.empty:
+                if arm == ref or stats[(stats.condition == cond) & (stats.arm == arm)].empty:
                     continue
                 for stat in COMPARED:
-                    a, b = sub[stat].to_numpy(float), base[stat].to_numpy(float)
-                    if stat == "peak_step":
-                        a, b = b, a
-                    diff = float(a.mean() - b.mean())
-                    if len(a) >= 2 and len(b) >= 2:
-                        lo, hi = mean_diff_interval(a, b, CI)
-                    else:
-                        lo, hi = math.nan, math.nan
-                    rows.append(
-                        {
-                            "condition": cond,
-                            "arm": arm,
-                            "reference": ref,
-                            "statistic": stat,
-                            "difference": diff,
-                            "low": float(lo),
-                            "high": float(hi),
-                            "verdict": verdict(float(lo), float(hi)),
-                            "seeds": len(sub),
-                            "reference_seeds": len(base),
-                        }
-                    )
-    return pd.DataFrame(rows)
+                    if (cond, arm) in skip:
+                        rows.append({"condition": cond, "arm": arm, "reference": ref, "statistic": stat,
+                                     "analysis": "none", "fired_share": skip[(cond, arm)]})  # fmt: skip
+                        continue
+                    row = _comparison(stats, series, cond, arm, ref, stat)
+                    if row is not None:
+                        rows.append(row)
+    return _corrected(pd.DataFrame(rows))
+
+
+def _corrected(vs: pd.DataFrame) -> pd.DataFrame:
+    """Holm (verdicts) and BH (stated beside) per family; the verdicts before and after."""
+    if vs.empty:
+        return vs
+    for col in ("difference", "low", "high", "p", "fired_share", "budget"):
+        if col not in vs:
+            vs[col] = math.nan
+    vs["family"] = vs.reference.astype(str) + " / " + vs.statistic.astype(str)
+    vs["p_holm"], vs["q_bh"] = math.nan, math.nan
+    for _fam, idx in vs.groupby("family").groups.items():
+        vs.loc[idx, "p_holm"] = arena_stats.holm(vs.loc[idx, "p"].to_numpy(float))
+        vs.loc[idx, "q_bh"] = arena_stats.bh(vs.loc[idx, "p"].to_numpy(float))
+    raw = [verdict(lo, hi) for lo, hi in zip(vs.low, vs.high, strict=True)]
+    vs["verdict_uncorrected"] = raw
+    vs["verdict"] = [
+        "not exercised" if an == "none" else v if v == "too few seeds" else
+        ("better" if d > 0 else "worse") if ph < arena_stats.ALPHA else "not resolved"
+        for an, v, d, ph in zip(vs.analysis, raw, vs.difference, vs.p_holm, strict=True)
+    ]  # fmt: skip
+    vs.loc[vs.verdict == "not exercised", "verdict_uncorrected"] = "not exercised"
+    return vs
 
 
 def token_table(steps: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """Per condition and arm: the mean per step (over seeds and steps) of what was generated and trained on."""
     rows = []
-    keys = [k for k in STEP_KEYS if k not in ("reward_mean",)]
+    keys = [k for k in (*STEP_KEYS, "computed_rollouts", "computed_tokens") if k != "reward_mean" and k in steps]
     for cond in meta["conditions"]:
         for arm in meta["arms"]:
             sub = steps[(steps.condition == cond) & (steps.arm == arm)]
@@ -332,11 +424,19 @@ def token_table(steps: pd.DataFrame, meta: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _prompts_per_step(overrides) -> int:
+    """A condition's prompts per step (``rollout.prompts_per_step=k`` among its overrides; else 1)."""
+    got = [o.split("=", 1)[1] for o in overrides or () if o.startswith("rollout.prompts_per_step=")]
+    return int(got[-1]) if got else 1
+
+
 def cost_estimate(runs: pd.DataFrame, meta: dict, target: dict) -> dict:
     """CPU seconds of a grid ``target`` (seeds, steps, eval_every, conditions, arms: the full scale's meta),
     estimated from the recorded runs: per arm, start-up + steps x its CPU seconds per step + evaluations x its CPU
     seconds per evaluation (means over its recorded runs; an arm not recorded takes the recorded n = 64 PODS arm's,
-    or the mean of all). Returns total CPU seconds and hours of wall on 2 and 4 cores."""
+    or the mean of all). A condition of k prompts per step (``conditions`` a mapping to its overrides) counts
+    k times the steps' seconds (the record's runs train one prompt a step). Returns total CPU seconds and hours
+    of wall on 2 and 4 cores."""
     r = runs.assign(
         step_cpu=runs.train_cpu_s / runs.steps,
         eval_cpu=runs.eval_cpu_s / runs.n_evals,
@@ -344,12 +444,14 @@ def cost_estimate(runs: pd.DataFrame, meta: dict, target: dict) -> dict:
     per_arm = r.groupby("arm")[["step_cpu", "eval_cpu", "startup_cpu_s"]].mean()
     fallback = per_arm.loc["pods"] if "pods" in per_arm.index else per_arm.mean()
     evals = target["steps"] // target["eval_every"] + 1
+    conds = target["conditions"]
+    factors = [_prompts_per_step(conds[c]) if isinstance(conds, dict) else 1 for c in conds]
     total = 0.0
     for arm in target["arms"]:
         c = per_arm.loc[arm] if arm in per_arm.index else fallback
-        one = c.startup_cpu_s + target["steps"] * c.step_cpu + evals * c.eval_cpu
-        total += one * len(target["seeds"]) * len(target["conditions"])
-    runs_n = len(target["arms"]) * len(target["seeds"]) * len(target["conditions"])
+        for k in factors:
+            total += (c.startup_cpu_s + k * target["steps"] * c.step_cpu + evals * c.eval_cpu) * len(target["seeds"])
+    runs_n = len(target["arms"]) * len(target["seeds"]) * len(conds)
     return {"runs": runs_n, "cpu_s": total, "hours_2_cores": total / 2 / 3600, "hours_4_cores": total / 4 / 3600}
 
 
@@ -389,6 +491,49 @@ def expected_width(tiny_curves: pd.DataFrame, budget: int, seeds: int, draws: in
         "difference": float(pods.mean() - base.mean()),
         "difference_ci": (float(full[0]), float(full[1])),
     }
+
+
+def full_references(
+    tiny_curves: pd.DataFrame, stats: pd.DataFrame, meta: dict, skip: dict | None = None, draws: int = 2000
+) -> dict:
+    """The base condition's references at full strength: the default job's (a) GRPO and PODS runs (the base
+    ``grpo`` and ``pods`` arms are its seeds 0-7, the same runs) read on the arena's evaluation grid to its step
+    budget. Returns the seed counts, where the arena's draw of each reference (its seeds' mean AUC/B) sits among
+    ``draws`` random subsets of as many seeds (its percentile; generator seeded 0), and each base arm against
+    each 64-seed reference (Welch, unpaired; Holm within its family, the 64-seed reference and the measure)."""
+    budget, every = meta["steps"], meta["eval_every"]
+    c = tiny_curves[
+        (tiny_curves.setting == "a")
+        & (tiny_curves.metric == "accuracy")
+        & (tiny_curves.dataset == tiny_curves.primary_dataset)
+        & tiny_curves.role.isin(["baseline", "pods"])
+        & (tiny_curves.step % every == 0)
+        & (tiny_curves.step <= budget)
+    ]
+    auc: dict[str, dict[int, float]] = {"grpo": {}, "pods": {}}
+    for (role, seed), g in c.groupby(["role", "seed"], sort=True):
+        g = g.drop_duplicates("step").sort_values("step")
+        arm = "grpo" if role == "baseline" else "pods"
+        auc[arm][int(seed)] = _area(g.step.to_numpy(float), g.value.to_numpy(float), float(budget))[0]
+    base = stats[stats.condition == "base"]
+    rng = np.random.default_rng(0)
+    out: dict = {"seeds": {a: len(v) for a, v in auc.items()}, "percentile": {}, "rows": []}
+    for ref, vals in auc.items():
+        ours = base[base.arm == ref].auc_step.to_numpy(float)
+        pool = np.array(list(vals.values()))
+        means = np.array([rng.choice(pool, len(ours), replace=False).mean() for _ in range(draws)])
+        out["percentile"][ref] = float(np.mean(means < ours.mean()))
+        for arm in meta["arms"]:
+            if arm == ref or ("base", arm) in (skip or {}):
+                continue
+            a = base[base.arm == arm]
+            mine = auc[arm] if arm in auc else dict(zip(a.seed, a.auc_step, strict=True))
+            out["rows"].append({"arm": arm, "reference": ref, **arena_stats.difference(mine, vals, CI)})
+    rows = pd.DataFrame(out["rows"])
+    for _ref, idx in rows.groupby("reference").groups.items():
+        rows.loc[idx, "p_holm"] = arena_stats.holm(rows.loc[idx, "p"].to_numpy(float))
+    out["rows"] = rows
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -483,16 +628,24 @@ def run(args: argparse.Namespace) -> int:
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
             for name, df in zip(("arena_curves", "arena_steps", "arena_arms", "arena_vs", "arena_tokens"),
-                                (curves, steps, *tables), strict=True):  # fmt: skip
+                                (curves, steps, *tables[:3]), strict=True):  # fmt: skip
                 df.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.6g")
                 written.append(out_dir / f"{name}.csv")
         if args.page:
             from pods_repro.analysis.arena_page import render_page
 
-            tiny = registry.repo_file(TINY_CURVES)
-            width = expected_width(pd.read_csv(tiny), meta["steps"], len(meta["seeds"])) if tiny.is_file() else None
-            cost = cost_estimate(runs, meta, full)
-            page = render_page(tables, runs, meta, source.rstrip("/"), full, cost, width, same_as_pods(curves, done))
+            tiny_path = registry.repo_file(TINY_CURVES)
+            tiny = pd.read_csv(tiny_path) if tiny_path.is_file() else None
+            width = expected_width(tiny, meta["steps"], len(meta["seeds"])) if tiny is not None else None
+            if tiny is not None and "base" in done and tables[3]:
+                tables[3]["full_refs"] = full_references(tiny, tables[3]["stats"], meta, tables[3]["skip"])
+            if meta.get("scale") == full["scale"]:  # conditions of the grid not yet in the record read "not recorded"
+                meta = {**meta, "conditions": {**meta["conditions"], **full["conditions"]}}
+            cost = {
+                "full": cost_estimate(runs, meta, full),
+                **{c: cost_estimate(runs, meta, {**full, "conditions": {c: o}}) for c, o in meta["conditions"].items()},
+            }
+            page = render_page(tables, runs, meta, source.rstrip("/"), full, cost, width)
             Path(args.page).write_text(page, encoding="utf-8")
             written.append(Path(args.page))
     except (ArenaInputError, ArenaError, arena_record.ArenaRecordError, OSError) as err:
@@ -517,14 +670,38 @@ def same_as_pods(curves: pd.DataFrame, conditions: list[str]) -> dict[str, list[
     return out
 
 
+def prepare_steps(steps: pd.DataFrame, meta: dict) -> tuple[pd.DataFrame, dict]:
+    """The step table with what the update computed (``computed_rollouts``, ``computed_tokens``) and each
+    step's cost in every measure of :data:`COMPUTE`; and the weights used: the CPU fit of the record's steps
+    (:func:`pods_repro.analysis.arena_stats.cpu_weights`) and the GPU cost model (None without its file)."""
+    s = arena_stats.computed_rows(steps, meta)
+    cpu = arena_stats.cpu_weights(s)
+    s["cost_tokens"] = s.gen_tokens.fillna(0) + s.computed_tokens
+    if math.isfinite(cpu["ratio"]):  # else no per-compute reading (the steps cannot separate the two costs)
+        s["cost_compute"] = s.gen_tokens.fillna(0) + cpu["ratio"] * s.computed_tokens
+    path = registry.repo_file(arena_stats.GPU_COST_MODEL)
+    gpu = arena_stats.gpu_model(path) if path.is_file() else None
+    if gpu is not None:
+        s["cost_gpu_s"] = arena_stats.gpu_seconds(s, gpu)
+    return s, {"cpu": cpu, "gpu": gpu}
+
+
 def _tables(curves: pd.DataFrame, steps: pd.DataFrame, meta: dict, done: list[str]) -> tuple:
-    """(arms, vs, tokens) over the conditions whose runs are all recorded (empty tables when none is)."""
+    """(arms, vs, tokens, info) over the conditions whose runs are all recorded (empty tables when none is);
+    info: the compute weights, the filter arms' firing, the arms not exercised, per condition the arms whose
+    curves equal PODS's."""
     curves, steps = curves[curves.condition.isin(done)], steps[steps.condition.isin(done)]
     if curves.empty:
-        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}
     meta_done = {**meta, "conditions": {c: o for c, o in meta["conditions"].items() if c in done}}
+    steps, weights = prepare_steps(steps, meta)
+    same = same_as_pods(curves, done)
+    fire = arena_stats.firing(steps, meta_done)
+    skip = arena_stats.not_exercised(fire, same)
     stats = run_stats(curves, steps, meta["steps"])
-    return arm_table(stats, meta_done), vs_table(stats, meta_done), token_table(steps, meta_done)
+    vs = vs_table(stats, meta_done, series=run_series(curves, steps), skip=skip)
+    info = {**weights, "firing": fire, "skip": skip, "same": same, "stats": stats}
+    return arm_table(stats, meta_done), vs, token_table(steps, meta_done), info
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "pods analysis arena") -> int:

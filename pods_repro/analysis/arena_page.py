@@ -11,9 +11,10 @@ import math
 
 import pandas as pd
 
+from pods_repro.analysis import arena_stats
 from pods_repro.analysis.arena_record import condition_counts
 
-__all__ = ["choosing", "render_page"]
+__all__ = ["choosing", "correction_lines", "render_page"]
 
 
 def _ci(mean: float, lo: float, hi: float, digits: int = 3) -> str:
@@ -22,33 +23,41 @@ def _ci(mean: float, lo: float, hi: float, digits: int = 3) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def render_page(
-    tables: tuple, runs: pd.DataFrame, meta: dict, record: str, full: dict, cost: dict, width, same: dict | None = None
-) -> str:
+def _p(p: float) -> str:
+    if not math.isfinite(p):
+        return "-"
+    return f"{p:.3f}" if p >= 0.001 else "<0.001"
+
+
+def render_page(tables: tuple, runs: pd.DataFrame, meta: dict, record: str, full: dict, cost: dict, width) -> str:
     """docs/arena.md from the tables of a record (deterministic: the same record gives the same bytes).
 
-    ``tables``: (arms, vs, tokens) of :mod:`pods_repro.analysis.arena`; ``cost``: its ``cost_estimate`` of the full
-    grid; ``width``: its ``expected_width`` at the record's seeds and budget (None without the default job's
-    record); ``same``: per condition, the arms whose curves equal PODS's on every seed (``same_as_pods``)."""
-    arms, vs, tokens = tables
+    ``tables``: (arms, vs, tokens, info) of :mod:`pods_repro.analysis.arena` (info: compute weights, firing, the arms
+    not exercised, the references at full strength); ``cost``: its ``cost_estimate`` of the full grid
+    (``full``) and of each condition alone; ``width``: its ``expected_width`` at the record's seeds and budget
+    (None without the default job's record)."""
+    arms, vs, tokens, info = tables
     lines = _page_intro(runs, meta, record, full, cost, width)
-    lines += list(_PAGE_METHODS) + choosing(vs, meta)
-    lines += _condition_tables(arms, vs, tokens, runs, meta, same or {})
+    lines += list(_PAGE_METHODS) + _weights_lines(info) + correction_lines(vs)
+    lines += _full_reference_lines(info.get("full_refs"), meta) + choosing(vs, meta)
+    lines += _condition_tables(arms, vs, tokens, runs, meta, info)
     lines += [
-        "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison), "
-        "`arena_tokens.csv` (per-step rollouts, tokens, refill rounds, skipped prompts, CPU seconds), written by "
-        "`pods analysis arena --out-dir DIR`.",
+        "Full tables: `arena_arms.csv` (every statistic per arm), `arena_vs.csv` (every comparison: difference, "
+        "interval, analysis, p, Holm and BH, family, verdict before and after, budget), `arena_tokens.csv` "
+        "(per-step rollouts, tokens generated, trained and computed, refill rounds, skipped prompts, CPU seconds), "
+        "written by `pods analysis arena --out-dir DIR`.",
         "",
     ]
     return "\n".join(lines)
 
 
-def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict, est: dict, width) -> list[str]:
+def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict, cost: dict, width) -> list[str]:
     """The page's opening: what the arena is, the record (a pilot's caveat), how to run it and the full grid's cost."""
     pilot = meta["scale"] != "full"
     seeds, steps = len(meta["seeds"]), meta["steps"]
     conds = ", ".join(f"{c} ({' '.join(o) or 'no overrides'})" for c, o in meta["conditions"].items())
     cpu = float(runs.process_cpu_s.sum())
+    est = cost["full"]
     lines = [
         "# The selection arena",
         "",
@@ -79,9 +88,10 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict, est: di
         "## How to run it",
         "",
         "```bash",
-        "snakemake -n arena                         # the full grid: 13 arms x 4 conditions x 8 seeds",
+        f"snakemake -n arena                         # the full grid: {len(full['arms'])} arms x "
+        f"{len(full['conditions'])} conditions x {len(full['seeds'])} seeds",
         "snakemake -c2 arena                        # train it, then the tables and one figure per condition",
-        "snakemake -c2 arena --config arena=pilot   # the pilot grid of this page",
+        "snakemake -c2 arena --config arena=pilot   # the pilot grid",
         "# in sittings: train the runs the record lacks (all or some), then add them to the record",
         "snakemake -c2 $(pods analysis arena --scale full --missing) --config released_logs=none",
         "pods analysis arena --scale full --record benchmarks/results/arena --wall-s SECONDS",
@@ -91,7 +101,10 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict, est: di
         f"Estimated cost of the full grid (scale `full`: {est['runs']} runs of {full['steps']} steps, "
         f"{len(full['seeds'])} seeds), from this record's CPU seconds per step, per evaluation and per start-up "
         f"(`cost_estimate`): {est['cpu_s']:,.0f} CPU seconds, about {est['hours_2_cores']:.1f} h on 2 cores "
-        f"({est['hours_4_cores']:.1f} h on 4).",
+        f"({est['hours_4_cores']:.1f} h on 4; a condition of k prompts a step counts k times the steps' seconds). "
+        "Per condition: "
+        + "; ".join(f"{c} {cost[c]['runs']} runs, {cost[c]['cpu_s']:,.0f} CPU s" for c in meta["conditions"])
+        + ".",
         "",
     ]
     return lines
@@ -137,7 +150,8 @@ _PAGE_METHODS = (
     "## Arms, conditions and filters",
     "",
     "- Arms: the rows of `config/runs_arena.tsv` (rule, n, m, extra overrides). Rules: `pods.selectors`.",
-    "- `rollout.filter=zero_std`: a prompt group whose n rewards are all equal leaves the update.",
+    "- `rollout.filter=zero_std`: a prompt group whose n rewards are all equal leaves the update (its rows are",
+    "  masked: they still go through the forward and backward pass).",
     "- `rollout.filter=refill` (DAPO-style dynamic sampling): while the step's groups include ones of zero reward",
     "  variance, n rollouts are generated for as many further prompts (drawn uniformly from the training set,",
     "  seeded), at most `rollout.refill_max_rounds` extra rounds; each uninformative group is replaced by the next",
@@ -145,126 +159,296 @@ _PAGE_METHODS = (
     "  is counted (`gen_rollouts`, `gen_tokens`, `refill_rounds`).",
     "- `rollout.skip_after=k` (GRESO-style pre-generation skip): a prompt whose last k groups all had zero reward",
     "  variance is skipped before generation with probability `rollout.skip_prob` (seeded), and another prompt",
-    "  drawn in its place (`skipped_prompts`). The tiny training set has 11,439 prompts, so a run of a few",
-    "  hundred one-prompt steps rarely meets a prompt twice, and the skip seldom fires there.",
+    "  drawn in its place (`skipped_prompts`). The tiny training set has 11,439 prompts, read as a permutation,",
+    "  so no prompt repeats within a few hundred one-prompt steps and the skip cannot fire there; the `reuse`",
+    "  condition is where it can.",
     "- Conditions: `task.reward_noise=p` flips each rollout's correctness reward r to 1 - r with probability p",
     "  (seeded per run, step, round and rollout; evaluation is clean); `task.reward=partial` gives digit-wise",
-    "  partial credit to a wrong integer answer (evaluation counts exact answers).",
-    "- Compute: `gen_tokens` (completion tokens generated, every round) + `trained_tokens` (completion tokens of",
-    "  the rows in the update), and CPU seconds of the steps (`step_cpu_s`), logged per step in metrics.jsonl.",
+    "  partial credit to a wrong integer answer (evaluation counts exact answers); `reuse` trains on a pool of",
+    "  100 prompts (`config/arena_reuse_prompts.jsonl`, the first 100 of arith's seed-0 training order), 2 a step",
+    "  (`rollout.prompts_per_step=2`), so a 250-step run sees each prompt 5 times (5 epochs, each in its own",
+    "  seeded order): the skip meets prompts it has seen, and a filtered group leaves an update that still holds",
+    "  another (at one prompt a step, the zero-variance filter only drops a group of zero advantages).",
+    "  `pytest -m slow tests/analysis/test_arena_reuse.py` trains its PODS arms for 110 steps (one seed) and",
+    "  checks that the skip, the filter and the refill each fire and change the rewards PODS would have seen.",
     "",
     "## Statistics and verdicts",
     "",
     "Per run: **AUC/B**, the mean accuracy over the budget (the area under the accuracy curve divided by the",
-    "budget; over steps, over tokens generated + trained, over CPU seconds; a compute budget is the smallest total",
-    "any run of the condition spent), the accuracy at the budget, and the step of the best evaluation",
-    "(time-to-peak). Each is averaged over seeds; a difference between two arms gets a 95% Welch t-interval over",
-    "seeds. Verdict: the interval above 0 **better**, containing 0 **not resolved**, below 0 **worse** (for",
-    "time-to-peak, better is earlier).",
+    "budget), the accuracy at the budget, and the step of the best evaluation (time-to-peak). Budgets: the step",
+    "budget; or a compute budget, the smallest total that either arm of a comparison spent, so that both arms",
+    "are read to the same compute (against GRPO, GRPO's total: the n = 64 arms are read to an early step; the",
+    "page states which).",
+    "",
+    "- **Paired or unpaired.** The arena's arms share their seeds (seed s of every arm draws the same prompt",
+    "  order), so a difference between two arms is the mean over seeds of the per-seed difference, with a 95%",
+    "  paired t-interval and the paired t-test's p-value (**paired**). Where the seeds differ (the 64-seed",
+    "  references below) it is a 95% Welch interval and Welch's p-value (**unpaired**). Each table names which.",
+    "- **Families and correction.** A test's family is its reference and its measure over every recorded",
+    '  condition and arm (one column of "Choosing a rule"): for example "against PODS, AUC/B over steps".',
+    '  Within each, Holm\'s step-down correction holds the chance of any false "better" or "worse" at 5%;',
+    "  **better** / **worse**: the Holm-adjusted p-value below 0.05 and the difference above / below 0; else",
+    "  **not resolved**. The tables print the raw 95% interval, the raw p-value and the Holm-adjusted one;",
+    "  `arena_vs.csv` adds the Benjamini-Hochberg q-value (a 5% false-discovery rate, stated, not used for",
+    "  verdicts). For time-to-peak, better is earlier (an arm that collapses peaks early: read it with its",
+    "  accuracy).",
+    "- **Not exercised.** An arm whose filter or skip changed no update in a condition (its accuracy curves equal",
+    "  PODS's on every seed, or it never fired) gets no test there: it reads \"not exercised (fired in x% of",
+    '  steps)", with x the share of its steps in which its filter dropped a group, refilled or skipped.',
     "",
 )
 
 
+def _weights_lines(info: dict) -> list[str]:
+    """How compute is weighed: tokens 1 : 1, the record's CPU fit, the GPU cost model (labelled as a model)."""
+    cpu, gpu = info.get("cpu"), info.get("gpu")
+    if not cpu or not math.isfinite(cpu["ratio"]):
+        return []
+    lines = [
+        "**Compute, as the hardware weighs it.** Trained tokens count what the update computed: every row of the",
+        "update, a masked (filtered) row included, its tokens estimated as the step's mean generated length.",
+        "",
+        "- *Per token*: tokens generated + computed in the update, weighed 1 : 1.",
+        f"- *Per compute*: generated-token equivalents, a computed token weighing {cpu['ratio']:.2f} generated ones:",
+        "  the ratio measured on the machine that ran the arena, by least squares of each step's CPU seconds on",
+        f"  its tokens generated and computed, over the record's {cpu['steps']:,} steps: {cpu['intercept_s']:.4f} s",
+        f"  per step + {cpu['gen_s'] * 1e6:.1f} us per generated token + {cpu['trained_s'] * 1e6:.1f} us per computed",
+        f"  token (R^2 {cpu['r2']:.2f}).",
+        "- *Per CPU second*: the CPU seconds of the steps, as measured (`step_cpu_s`).",
+    ]
+    if gpu:
+        lines += [
+            "- *Per GPU second (a model, not a measurement)*: each step's seconds by the linear cost model fitted on",
+            f"  one H200 to `{gpu['source']}` (`{arena_stats.GPU_COST_MODEL}`): {gpu['g0']:.4f} s per generate call",
+            f"  (1 + refill rounds per step) + {gpu['g1']:.2e} s per rollout generated + {gpu['u0']:.4f} s per update",
+            f"  + {gpu['u1']:.2e} s per row computed. On that GPU generation is nearly free at the margin, so this",
+            "  reading is close to per step.",
+        ]
+    return [*lines, ""]
+
+
+def _count(vs: pd.DataFrame, col: str) -> str:
+    b, w = int((vs[col] == "better").sum()), int((vs[col] == "worse").sum())
+    return f"{b} better, {w} worse"
+
+
+def correction_lines(vs: pd.DataFrame) -> list[str]:
+    """The verdicts before and after the correction, counted over the page's tests, and the claims it removed."""
+    if vs.empty:
+        return []
+    tested = vs[vs.verdict != "not exercised"]
+    lost = tested[(tested.verdict_uncorrected != tested.verdict)]
+    lost_better = lost[lost.verdict_uncorrected == "better"]
+    fams = tested.family.nunique()
+    lines = [
+        f"**Before and after the correction.** {len(tested)} tests in {fams} families ({tested.reference.nunique()} "
+        f"references x {tested.statistic.nunique()} measures); "
+        f"{int((vs.verdict == 'not exercised').sum())} comparisons not exercised (no test). By the raw 95% "
+        f"intervals: {_count(tested, 'verdict_uncorrected')}; after Holm: {_count(tested, 'verdict')} "
+        f"(the 5% false-discovery rate of BH would keep {int((tested.q_bh < 0.05).sum())}).",
+    ]
+    if not lost_better.empty:
+        names = "; ".join(
+            f"{r.arm} vs {r.reference} ({r.condition}, {r.statistic}: {r.difference:+.3f}, p {_p(r.p)}, "
+            f"Holm {_p(r.p_holm)})"
+            for r in lost_better.itertuples()
+        )
+        lines.append(f'"Better" by the raw interval that does not survive: {names}.')
+    return [" ".join(lines), ""]
+
+
+def _full_reference_lines(full: dict | None, meta: dict) -> list[str]:
+    """The base condition against the default job's 64 + 64 seeds of GRPO and PODS (the same runs)."""
+    if not full:
+        return []
+    k = len(meta["seeds"])
+    lines = [
+        "## References at full strength (base)",
+        "",
+        f"The base condition's `grpo` and `pods` arms are seeds {min(meta['seeds'])}-{max(meta['seeds'])} of the "
+        f"default job's (a) GRPO and PODS runs (benchmarks/results/tiny/; the same runs, read on the arena's "
+        f"evaluation grid to step {meta['steps']}), which holds {full['seeds']['grpo']} + {full['seeds']['pods']} "
+        f"seeds. The arena's draw of {k} seeds sits at the {full['percentile']['pods']:.0%} point of {k}-seed subsets "
+        f"for PODS and at the {full['percentile']['grpo']:.0%} point for GRPO (mean AUC/B over steps; 2,000 "
+        "subsets). Against the full references (AUC/B over steps; unpaired: Welch, 8 seeds of the arm against the "
+        "reference's all, except GRPO against PODS, paired over their shared seeds; Holm per reference):",
+        "",
+        "| arm | vs GRPO (64 seeds) | vs PODS (64 seeds) |",
+        "|---|---|---|",
+    ]
+    rows = full["rows"]
+    idx = {(r.arm, r.reference): r for r in rows.itertuples()}
+    for arm in dict.fromkeys(rows.arm):
+        cells = [
+            _cell(idx.get((arm, ref)), full_ref=True) if (arm, ref) in idx else "reference" for ref in ("grpo", "pods")
+        ]
+        lines.append(f"| {arm} | {' | '.join(cells)} |")
+    return [*lines, ""]
+
+
+def _cell(r, full_ref: bool = False) -> str:
+    """One comparison: difference [interval], p, Holm, verdict (by Holm)."""
+    if r is None:
+        return "-"
+    if getattr(r, "verdict", None) == "not exercised":
+        return f"not exercised (fired in {r.fired_share:.0%} of steps)"
+    if not (math.isfinite(r.low) and math.isfinite(r.high)):
+        return f"{r.difference:+.3f} (too few seeds)"
+    v = r.verdict if not full_ref else (
+        ("better" if r.difference > 0 else "worse") if r.p_holm < arena_stats.ALPHA else "not resolved")  # fmt: skip
+    return f"{r.difference:+.3f} [{r.low:+.3f}, {r.high:+.3f}], p {_p(r.p)}, Holm {_p(r.p_holm)}: {v}"
+
+
+_TABLE_COLUMNS = (
+    ("grpo", "auc_step", "vs GRPO, per step"),
+    ("pods", "auc_step", "vs PODS, per step"),
+    ("grpo", "auc_compute", "vs GRPO, per compute"),
+    ("pods", "auc_compute", "vs PODS, per compute"),
+)
+
+
 def _condition_tables(
-    arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict, same: dict
+    arms: pd.DataFrame, vs: pd.DataFrame, tokens: pd.DataFrame, runs: pd.DataFrame, meta: dict, info: dict
 ) -> list[str]:
     """One table per reward condition: each arm's statistics and its differences from GRPO and PODS."""
-
     lines: list[str] = []
     counts = condition_counts(runs, meta)
     vs_idx = {(r.condition, r.arm, r.reference, r.statistic): r for r in vs.itertuples()}
-
-    def cell(cond, arm, ref, stat):
-        r = vs_idx.get((cond, arm, ref, stat))
-        if r is None:
-            return "reference" if arm == ref else "-"
-        if not (math.isfinite(r.low) and math.isfinite(r.high)):
-            return f"{r.difference:+.3f} ({r.verdict})"
-        return f"{r.difference:+.3f} [{r.low:+.3f}, {r.high:+.3f}] {r.verdict}"
-
     tok_idx = {(r.condition, r.arm): r for r in tokens.itertuples()}
+    fire = info.get("firing")
+    fire_idx = {(r.condition, r.arm): r for r in fire.itertuples()} if fire is not None else {}
     for cond in meta["conditions"]:
         sub = arms[arms.condition == cond] if not arms.empty else arms
         lines += [f"## Condition `{cond}`", ""]
         if sub.empty:
             k, n = counts[cond]
-            lines += [f"{k} of {n} runs recorded: the table fills once all are recorded.", ""]
+            lines += [f"Not recorded: {k} of {n} runs recorded: the table fills once all are recorded.", ""]
             continue
-        lines += _condition_verdicts(vs[vs.condition == cond])
-        if same.get(cond):
-            lines.append(
-                f"- The same accuracy curves as PODS on every seed (their filter or skip changed no update here: the "
-                f"groups it drops carry zero advantage, or it never fired): {', '.join(same[cond])}."
-            )
-        lines.append("")
+        here = vs[vs.condition == cond]
+        lines += _condition_verdicts(here) + [_reading_line(here), ""]
+        head = " | ".join(name for _, _, name in _TABLE_COLUMNS)
         lines += [
-            "| arm | AUC/B (steps) | vs GRPO | vs PODS | AUC/B (tokens) vs GRPO | AUC/B (CPU s) vs GRPO "
-            "| accuracy at B | peak step | tokens/step gen / trained |",
-            "|---|---|---|---|---|---|---|---|---|",
+            f"| arm | AUC/B (steps) | {head} | accuracy at B | peak step | filter fired | tokens/step gen / computed |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in sub.itertuples():
             t = tok_idx.get((cond, r.arm))
-            tok = f"{t.gen_tokens_per_step:,.0f} / {t.trained_tokens_per_step:,.0f}" if t is not None else "-"
+            tok = f"{t.gen_tokens_per_step:,.0f} / {t.computed_tokens_per_step:,.0f}" if t is not None else "-"
+            f = fire_idx.get((cond, r.arm))
+            fired = f"{f.fired_share:.0%} of steps ({f.what})" if f is not None else "-"
+            cells = " | ".join(
+                _cell(vs_idx.get((cond, r.arm, ref, stat))) if r.arm != ref else "reference"
+                for ref, stat, _ in _TABLE_COLUMNS
+            )
             lines.append(
-                f"| {r.arm} | {_ci(r.auc_step, r.auc_step_lo, r.auc_step_hi)} | {cell(cond, r.arm, 'grpo', 'auc_step')} "
-                f"| {cell(cond, r.arm, 'pods', 'auc_step')} | {cell(cond, r.arm, 'grpo', 'auc_tokens')} "
-                f"| {cell(cond, r.arm, 'grpo', 'auc_cpu')} | {_ci(r.acc_final, r.acc_final_lo, r.acc_final_hi)} "
-                f"| {r.peak_step:.0f} | {tok} |"
+                f"| {r.arm} | {_ci(r.auc_step, r.auc_step_lo, r.auc_step_hi)} | {cells} "
+                f"| {_ci(r.acc_final, r.acc_final_lo, r.acc_final_hi)} | {r.peak_step:.0f} | {fired} | {tok} |"
             )
         lines.append("")
     return lines
 
 
+def _reading_line(vs: pd.DataFrame) -> str:
+    """Which analysis the condition's table uses, and the step each compute budget reads the n = 64 arms to."""
+    tested = vs[vs.analysis != "none"]
+    kinds = ", ".join(sorted(set(tested.analysis)))
+    seeds = int(tested.seeds.max()) if not tested.empty else 0
+    parts = [f"- Differences: {kinds} ({seeds} seeds per arm, shared by every arm; 95% intervals, raw p, Holm)."]
+    for ref, name in (("grpo", "GRPO"), ("pods", "PODS")):
+        c = tested[(tested.reference == ref) & (tested.statistic == "auc_compute")]
+        if not c.empty:
+            parts.append(
+                f"Per compute against {name}, each pair is read to the smallest total any run of the two spent: "
+                f"the arms to step {_span(c.arm_step_at_budget)} (mean over seeds), {name} to step "
+                f"{_span(c.reference_step_at_budget)}."
+            )
+    return " ".join(parts)
+
+
+def _span(x: pd.Series) -> str:
+    lo, hi = f"{x.min():.0f}", f"{x.max():.0f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+_CHOOSING_COLUMNS = (
+    ("pods", "auc_step", "vs PODS, per step"),
+    ("pods", "auc_compute", "vs PODS, per compute"),
+    ("grpo", "auc_step", "vs GRPO, per step"),
+    ("grpo", "auc_compute", "vs GRPO, per compute"),
+)
+
+
 def choosing(vs: pd.DataFrame, meta: dict) -> list[str]:
-    """Choosing a rule: per arm, in how many of the recorded conditions it is better / worse than each reference,
-    per step and per token (the verdicts of the condition tables, counted), and the rules never worse than PODS."""
+    """Choosing a rule: per arm, in how many of the recorded conditions it is better / worse than each reference
+    after Holm's correction (the verdicts of the condition tables, counted; conditions in which it was not
+    exercised counted apart), and the rules never worse than PODS among those exercised."""
     lines = ["## Choosing a rule", ""]
     if vs.empty:
         return [*lines, "No condition has all its runs recorded yet: nothing to choose from.", ""]
     conds = list(dict.fromkeys(vs.condition))
+    cols = [(r, s, n) for r, s, n in _CHOOSING_COLUMNS if (vs.statistic == s).any()]
     lines += [
         f"Counted over the {len(conds)} condition(s) with every run recorded ({', '.join(conds)}): in how many an "
-        "arm is better / worse than the reference, by the verdicts of the tables below (the rest not resolved).",
+        "arm is better / worse than the reference after Holm's correction (each column is one family), by the "
+        "verdicts of the tables below; the rest not resolved, or not exercised (counted apart: no verdict).",
         "",
-        "| arm | vs PODS, per step | vs PODS, per token | vs GRPO, per step | vs GRPO, per token |",
-        "|---|---|---|---|---|",
+        "| arm | " + " | ".join(n for _, _, n in cols) + " | not exercised in |",
+        "|---|" + "---|" * len(cols) + "---|",
     ]
     never_worse, better_somewhere = [], []
     for arm in meta["arms"]:
         if arm == "pods":
             continue
         cells = []
-        for ref, stat in (("pods", "auc_step"), ("pods", "auc_tokens"), ("grpo", "auc_step"), ("grpo", "auc_tokens")):
+        for ref, stat, _ in cols:
             sub = vs[(vs.arm == arm) & (vs.reference == ref) & (vs.statistic == stat)]
             better, worse = int((sub.verdict == "better").sum()), int((sub.verdict == "worse").sum())
             cells.append("reference" if sub.empty else f"{better} / {worse}")
-        lines.append(f"| {arm} | {' | '.join(cells)} |")
         step = vs[(vs.arm == arm) & (vs.reference == "pods") & (vs.statistic == "auc_step")]
-        if not step.empty and not (step.verdict == "worse").any():
+        idle = int((step.verdict == "not exercised").sum())
+        lines.append(f"| {arm} | {' | '.join(cells)} | {idle} |")
+        tested = step[step.verdict != "not exercised"]
+        if not tested.empty and not (tested.verdict == "worse").any():
             never_worse.append(arm)
-        if (step.verdict == "better").any():
+        if (tested.verdict == "better").any():
             better_somewhere.append(arm)
     lines += [
         "",
-        f"Never worse than PODS per step in a recorded condition: {', '.join(never_worse) or 'none'}. Better than "
-        f'PODS per step in at least one: {", ".join(better_somewhere) or "none"}. "Not resolved" is not "equal": '
-        "see the interval sizes stated above.",
+        f"Never worse than PODS per step in a recorded condition where exercised: {', '.join(never_worse) or 'none'}. "
+        f'Better than PODS per step in at least one: {", ".join(better_somewhere) or "none"}. "Not resolved" is '
+        'not "equal": see the interval sizes stated above.',
         "",
     ]
     return lines
 
 
-_VERDICT_VIEWS = (("auc_step", "per step"), ("auc_tokens", "per token"), ("auc_cpu", "per CPU second"))
+_VERDICT_VIEWS = (
+    ("auc_step", "per step"),
+    ("auc_tokens", "per token"),
+    ("auc_compute", "per compute"),
+    ("auc_cpu", "per CPU second"),
+    ("auc_gpu", "per GPU second (model)"),
+)
 
 
 def _condition_verdicts(vs: pd.DataFrame) -> list[str]:
-    """The condition's verdicts in words, from the table by the stated rule: for each reference and each view
-    (mean accuracy over the step, token and CPU-second budgets), the arms whose interval lies above 0 and below."""
+    """The condition's verdicts in words after Holm's correction: for each reference and each view, the arms
+    better and worse; the arms not exercised once."""
     lines = []
     for ref, name in (("grpo", "GRPO"), ("pods", "PODS max-variance")):
         for stat, view in _VERDICT_VIEWS:
             sub = vs[(vs.reference == ref) & (vs.statistic == stat)]
+            if sub.empty:
+                continue
             better = ", ".join(sub[sub.verdict == "better"].arm) or "none"
             worse = ", ".join(sub[sub.verdict == "worse"].arm) or "none"
             lines.append(f"- Against {name}, {view}: better {better}; worse {worse}; the rest not resolved.")
+    idle = vs[vs.verdict == "not exercised"].drop_duplicates("arm")
+    if not idle.empty:
+        lines.append(
+            "- Not exercised (their filter or skip changed no update here: the groups it drops carry zero advantage, "
+            "or it never fired; no verdict): "
+            + ", ".join(f"{r.arm} (fired in {r.fired_share:.0%} of steps)" for r in idle.itertuples())
+            + "."
+        )
     return lines

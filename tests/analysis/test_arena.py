@@ -24,10 +24,10 @@ RECORD = REPO / "benchmarks" / "results" / "arena"
 
 def test_full_grid_is_every_arm_under_every_condition_and_seed():
     grid = load_arena("full")
-    assert list(grid.conditions) == ["base", "noisy10", "noisy20", "partial"]
+    assert list(grid.conditions) == ["base", "noisy10", "noisy20", "partial", "reuse"]
     assert {"grpo", "pods", "pods_m4", "pods_m8", "pods_refill", "pods_greso", "pods_zero_std"} <= set(grid.arms)
     assert len(grid.seeds) == 8
-    assert len(grid.runs()) == len(grid.arms) * 4 * 8
+    assert len(grid.runs()) == len(grid.arms) * 5 * 8
     over = grid.run_overrides("noisy20", "pods_refill")
     assert "rollout.filter=refill" in over
     assert "task.reward_noise=0.2" in over
@@ -190,12 +190,12 @@ def test_choosing_counts_the_verdicts_of_the_condition_tables():
     curves, steps, meta = _toy(0.2)
     vs = A.vs_table(A.run_stats(curves, steps, 20), meta)
     text = "\n".join(arena_page.choosing(vs, meta))
-    assert "| x | 1 / 0 | 1 / 0 | 1 / 0 | 1 / 0 |" in text
+    assert "| x | 1 / 0 | 1 / 0 | 0 |" in text  # vs PODS and vs GRPO per step (no compute measure in the toy)
     assert "Better than PODS per step in at least one: x." in text
     curves, steps, meta = _toy(-0.2)
     text = "\n".join(arena_page.choosing(A.vs_table(A.run_stats(curves, steps, 20), meta), meta))
     assert "| x | 0 / 1 |" in text
-    assert "Never worse than PODS per step in a recorded condition: grpo." in text
+    assert "Never worse than PODS per step in a recorded condition where exercised: grpo." in text
 
 
 def test_same_as_pods_lists_the_arms_whose_curves_are_pods_s():
@@ -205,3 +205,12 @@ def test_same_as_pods_lists_the_arms_whose_curves_are_pods_s():
     assert A.same_as_pods(curves, ["base"]) == {"base": ["grpo", "twin"]}  # grpo equals pods in the toy too
     curves.loc[(curves.arm == "twin") & (curves.step == 20) & (curves.seed == 2), "accuracy"] += 0.0025
     assert A.same_as_pods(curves, ["base"]) == {"base": ["grpo"]}
+
+
+def test_cost_estimate_counts_a_condition_s_prompts_per_step():
+    runs = pd.DataFrame([{"arm": "pods", "steps": 10, "n_evals": 3, "train_cpu_s": 1.0, "eval_cpu_s": 0.6,
+                          "startup_cpu_s": 4.0}])  # fmt: skip
+    target = {"steps": 100, "eval_every": 25, "seeds": [0], "arms": ["pods"],
+              "conditions": {"one": [], "two": ["task.reward=paper", "rollout.prompts_per_step=2"]}}  # fmt: skip
+    est = A.cost_estimate(runs, {}, target)
+    assert est["cpu_s"] == pytest.approx((4.0 + 100 * 0.1 + 5 * 0.2) + (4.0 + 2 * 100 * 0.1 + 5 * 0.2))
