@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 import pods_repro.rules  # noqa: F401  (registers the rules from other papers)
-from pods_repro.trainer import *  # noqa: F403  (the library's trainer names)
+from pods.trainer import *  # noqa: F403  (the library's trainer names)
 from pods.trainer import PODSGRPOTrainer
-from pods_repro.trainer import __all__ as _LIBRARY_NAMES
+from pods.trainer import __all__ as _LIBRARY_NAMES
 from pods_repro.trainer.generation import GenerationHelpers
 from pods_repro.trainer.grpo_config import (
     BIG_STEPS,
