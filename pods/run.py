@@ -481,7 +481,17 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
             raise RunDirError(final_missing_message(run_dir))
         if not budget_left(cfg, summary.get("stop_reason"), summary["steps"], summary.get("time_s")):
             if dist.is_main_process:
-                print(f"[pods] {run_dir} already finished ({summary['steps']} steps); not rerunning", file=sys.stderr)
+                more = cfg.budget.max_steps is not None and summary["steps"] > cfg.budget.max_steps
+                shorter = (
+                    f", more than budget.max_steps={cfg.budget.max_steps}: a shorter budget does not shorten a "
+                    "finished run (train it in another out_dir)"
+                    if more
+                    else ""
+                )
+                print(
+                    f"[pods] {run_dir} already finished ({summary['steps']} steps{shorter}); not rerunning",
+                    file=sys.stderr,
+                )
             return run_dir
         if ckpt is None or (state or {}).get("global_step") != summary["steps"]:
             raise RunDirError(
