@@ -150,6 +150,20 @@ def test_a_finished_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_
     assert "already finished" in capfd.readouterr().err
 
 
+def test_a_continued_run_keeps_no_off_grid_evaluation_of_the_other_sets(reference, tiny_cfg, tmp_path, capfd):
+    """The other sets are evaluated every `eval.others_every`-th point and when the budget stops the run: the
+    shorter run's stop (step 2, grid point 1) evaluated them off their coarser grid, which a run of the longer
+    budget does not; a continued run does not keep those rows (the quickstart's 25 then 50 steps)."""
+    sets = ("eval.datasets=[arith,arith_heldout]", "eval.others_every=2")
+    _, ref = reference(sets)  # 6 steps: the other set at steps 0, 4 and 6 (the stop)
+    out = tmp_path / "continued"
+    train(tiny_cfg(out, *RUN, *sets, "budget.max_steps=2"))
+    assert [r["step"] for r in read_jsonl(out / "eval.jsonl") if r["dataset"] == "arith_heldout"] == [0, 2]
+    train(tiny_cfg(out, *RUN, *sets))
+    assert [r["step"] for r in read_jsonl(out / "eval.jsonl") if r["dataset"] == "arith_heldout"] == [0, 4, 6]
+    _assert_same_run(out, ref)
+
+
 @pytest.mark.slow  # kill + resume and a longer budget are each in the fast tier; their combination here
 def test_a_killed_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_path, capfd):
     """A run killed after a checkpoint, restarted with a longer budget, ends as one run of the longer budget."""
