@@ -190,6 +190,12 @@ BAD = {
     "missing_train_file": (["task.train=/nonexistent/train.jsonl"], "task.train", "fix the path"),
     "missing_test_file": (["task.test=no/such/test.jsonl"], "task.test", "fix the path"),
     "train_not_jsonl": (["task.train=openai/gsm8k"], "task.train", ".jsonl"),
+    "refill_rounds_without_refill": (
+        ["rollout.refill_max_rounds=2"],
+        "rollout.refill_max_rounds",
+        "rollout.filter=refill",
+    ),
+    "skip_prob_without_skip": (["rollout.skip_prob=0.3"], "rollout.skip_prob", "set rollout.skip_after"),
     "negative_budget": (["budget.max_time_s=-5"], "budget.max_time_s", "21600"),
     "zero_steps": (["budget.max_steps=0"], "budget.max_steps", "positive"),
     "no_budget": (["budget.max_time_s=null", "budget.max_steps=null"], "budget", "budget.max_time_s"),
@@ -539,6 +545,8 @@ CHANGES = {
 
 
 CONTINUING = ("budget.max_time_s", "budget.max_steps")
+NEEDS = {"rollout.refill_max_rounds": ["rollout.filter=refill"], "rollout.skip_prob": ["rollout.skip_after=1"]}
+"""Keys that mean something only beside another (set alone, they are refused)."""
 
 
 def test_a_longer_budget_continues_the_run_s_directory():
@@ -563,7 +571,7 @@ def test_each_vocabulary_field_changes_the_name():
         if key in CONTINUING:  # a budget continues its run: test_a_longer_budget_continues_the_run_s_directory
             names.add(key)
             continue
-        cfg = apply_overrides(base, [f"{key}={json.dumps(value)}"])
+        cfg = apply_overrides(base, [*NEEDS.get(key, []), f"{key}={json.dumps(value)}"])
         name = run_name(cfg)
         short = NAME_VOCAB[key]
         parsed = parse_run_name(name)
