@@ -81,19 +81,34 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict, est: di
         "```bash",
         "snakemake -n arena                         # the full grid: 13 arms x 4 conditions x 8 seeds",
         "snakemake -c2 arena                        # train it, then the tables and one figure per condition",
-        "snakemake -c2 arena --config arena=pilot   # the pilot grid of this page",
+        "snakemake -c2 arena --config arena=pilot   "
+        + ("# the pilot grid of this page" if pilot else "# a small pilot grid: checks the machinery in minutes"),
         "# in sittings: train the runs the record lacks (all or some), then add them to the record",
         "snakemake -c2 $(pods analysis arena --scale full --missing) --config released_logs=none",
         "pods analysis arena --scale full --record benchmarks/results/arena --wall-s SECONDS",
         "pods analysis arena --page docs/arena.md   # this page, from the record",
         "```",
         "",
-        f"Estimated cost of the full grid (scale `full`: {est['runs']} runs of {full['steps']} steps, "
-        f"{len(full['seeds'])} seeds), from this record's CPU seconds per step, per evaluation and per start-up "
-        f"(`cost_estimate`): {est['cpu_s']:,.0f} CPU seconds, about {est['hours_2_cores']:.1f} h on 2 cores "
-        f"({est['hours_4_cores']:.1f} h on 4).",
-        "",
     ]
+    sittings = meta.get("sittings") or []
+    measured = not pilot and meta.get("recorded_runs") == meta.get("grid_runs") and sittings
+    if measured and all(s.get("wall_s") for s in sittings):  # the full grid, recorded: its cost is measured
+        wall = sum(float(s["wall_s"]) for s in sittings)
+        cores = "/".join(sorted({str(s.get("cores")) for s in sittings}))
+        lines += [
+            f"Cost of the full grid, as recorded ({len(runs)} runs of {steps} steps, {seeds} seeds): {cpu:,.0f} CPU "
+            f"seconds of the runs' processes and {wall:,.0f} s ({wall / 3600:.1f} h) of wall time in "
+            f"{len(sittings)} sitting(s) on {cores} cores.",
+            "",
+        ]
+    else:
+        lines += [
+            f"Estimated cost of the full grid (scale `full`: {est['runs']} runs of {full['steps']} steps, "
+            f"{len(full['seeds'])} seeds), from this record's CPU seconds per step, per evaluation and per start-up "
+            f"(`cost_estimate`): {est['cpu_s']:,.0f} CPU seconds, about {est['hours_2_cores']:.1f} h on 2 cores "
+            f"({est['hours_4_cores']:.1f} h on 4).",
+            "",
+        ]
     return lines
 
 

@@ -205,3 +205,19 @@ def test_same_as_pods_lists_the_arms_whose_curves_are_pods_s():
     assert A.same_as_pods(curves, ["base"]) == {"base": ["grpo", "twin"]}  # grpo equals pods in the toy too
     curves.loc[(curves.arm == "twin") & (curves.step == 20) & (curves.seed == 2), "accuracy"] += 0.0025
     assert A.same_as_pods(curves, ["base"]) == {"base": ["grpo"]}
+
+
+def test_the_page_of_a_full_record_states_its_measured_cost_once():
+    """A full, complete record is no pilot and its cost is measured: the page and config/arena.yaml give one
+    cost (the record's), not an estimate beside it."""
+    page = (REPO / "docs" / "arena.md").read_text()
+    _, _, runs, meta = A.read_record(RECORD)
+    if meta["scale"] != "full" or meta["recorded_runs"] != meta["grid_runs"]:
+        pytest.skip("the committed arena record is not the complete full grid")
+    assert "the pilot grid of this page" not in page
+    assert "Estimated cost" not in page
+    wall = sum(s["wall_s"] for s in meta["sittings"])
+    assert f"{wall:,.0f} s ({wall / 3600:.1f} h) of wall time" in page
+    arena_yaml = (REPO / "config" / "arena.yaml").read_text()
+    assert "the pilot that docs/arena.md reports" not in arena_yaml
+    assert not re.search(r"about [\d.]+ h", arena_yaml), "a cost estimate beside the page's measured cost"
