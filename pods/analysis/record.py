@@ -121,12 +121,17 @@ def _read(data: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, dict | 
         job = json.loads((tiny / "job.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise AnalysisInputError(f"{tiny / 'job.json'}: not a JSON record ({err}); restore it from git") from None
-    return (
-        read_curves(tiny / "curves.csv.gz"),
-        read_steps(tiny / "steps.csv.gz"),
-        job,
-        jobtime.read_jobs(tiny / "jobs.tsv"),
-    )
+    return read_curves(tiny / "curves.csv.gz"), read_steps(tiny / "steps.csv.gz"), job, _read_jobs(tiny / "jobs.tsv")
+
+
+def _read_jobs(path: Path) -> list[dict]:
+    """The record's per-job seconds; none (a header only) when its sittings trained outside Snakemake, which
+    leaves no benchmark files to replay."""
+    try:
+        header_only = len(path.read_text(encoding="utf-8").strip().splitlines()) == 1
+    except (OSError, UnicodeDecodeError):
+        header_only = False  # read_jobs names the problem
+    return [] if header_only else jobtime.read_jobs(path)
 
 
 def host_info() -> dict:

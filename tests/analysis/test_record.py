@@ -102,6 +102,8 @@ def test_the_command_records_lists_and_refuses(fake_job, tmp_path):
     assert not (data / "tiny").exists()
     assert record.main(["--root", str(root), "--data", str(data), "--wall-s", "600"]) == 0
     assert (data / "tiny" / "job.json").exists()
+    for argv in (["--status"], ["--missing"]):  # the record it wrote reads back
+        assert record.main(["--data", str(data), *argv]) == 0
 
 
 def test_the_default_job_s_runs_are_the_workflow_s():
@@ -251,3 +253,19 @@ def test_missing_says_when_nothing_is_missing(fake_job, tmp_path, capsys, monkey
     out = capsys.readouterr()
     assert out.out.strip() == record.NOTHING_MISSING
     assert "nothing to train" in out.err
+
+
+def test_a_sitting_trained_outside_snakemake_leaves_a_readable_record(fake_job, tmp_path, capsys):
+    """Runs of `pods train --scale tiny` leave no Snakemake benchmark files: the record has no per-job seconds
+    then, and still reads back (--status, --missing, the next sitting)."""
+    import shutil
+
+    root, _ = fake_job
+    bare = tmp_path / "bare" / "results"
+    shutil.copytree(root / "runs", bare / "runs")
+    data = tmp_path / "data"
+    assert record.main(["--root", str(bare), "--data", str(data), "--wall-s", "60"]) == 0
+    for argv in (["--status"], ["--missing"]):
+        assert record.main(["--data", str(data), *argv]) == 0, capsys.readouterr().err
+    assert "(a) 2 of 3 runs recorded" in capsys.readouterr().out
+    assert record.record_sitting(root, data, 60.0)["agreed"] == 2
