@@ -148,6 +148,8 @@ def test_a_finished_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_
     assert json.loads((out / "config.json").read_text())["budget"]["max_steps"] == 6
     train(tiny_cfg(out, *RUN))  # the same budget again: nothing to do
     assert "already finished" in capfd.readouterr().err
+    train(tiny_cfg(out, *RUN, "budget.max_steps=3"))  # a shorter one: nothing to do either, and it says why
+    assert "already finished (6 steps, more than budget.max_steps=3" in capfd.readouterr().err
 
 
 def test_a_continued_run_keeps_no_off_grid_evaluation_of_the_other_sets(reference, tiny_cfg, tmp_path, capfd):
