@@ -158,14 +158,9 @@ class RunController(TrainerCallback):
                     results.append((name, res, time.perf_counter() - t1))
             if cache_key is not None:
                 evalcache.store(cache_key, results, time.process_time() - c0)
-        primary = self.eval_sets[0][0] if self.eval_sets else None
-        off_coarse = grid_index is not None and bool(grid_index % ecfg.others_every)
         for name, res, dt in results:
             row = {"step": step, "time_s": self.train_time_s, "cpu_time_s": self.train_cpu_s, "dataset": name, **res}
-            # an other set evaluated off its coarser grid (only the stop does that) is a closing evaluation too:
-            # a continued run drops it (pods.run.continue_state), as a run of the longer budget never makes it
-            closing = final or (name != primary and off_coarse)
-            self.log.log_eval({**row, "eval_time_s": dt, "grid_index": grid_index, "final": closing})
+            self.log.log_eval({**row, "eval_time_s": dt, "grid_index": grid_index, "final": final})
         self._report_eval(results)
         self.evals_done += 1
         self.last_eval_step = step
