@@ -6,6 +6,7 @@ made in sittings: each sitting trains some runs in a fresh clone, then adds what
 
     pods analysis record --root results                    # add this sitting's finished runs
     .venv/bin/snakemake -c2 $(pods analysis record --missing)  # next sitting: only the runs not recorded
+    # (a complete record: --missing prints a target no rule makes and exits 1, so nothing is scheduled)
 
 A run enters the record with its curves (``curves.csv.gz``), its per-run seconds (``steps.csv.gz``: training,
 evaluation and start-up, wall and CPU seconds) and the fingerprint of the config that trained it
@@ -16,9 +17,11 @@ sitting's wall seconds, the runs it added) and ``jobs.tsv`` the per-job seconds 
 Checks, each an :class:`AnalysisInputError` naming the run and the fix, before anything is written:
 
 - a run whose fingerprint is not what the default job trains today (another config, or code that changed
-  a default) is refused;
-- a run already in the record is compared with the record: the same curves (every evaluation's values)
-  count as a recomputation that agrees; other curves are refused;
+  a default), or whose steps are not the job's ``budget.max_steps`` (the fingerprint leaves the budget out:
+  the quickstart's shorter runs are not the job's), is refused;
+- a run already in the record is compared with the record: the same curves (every evaluation's values; the
+  seconds of its clocks, which always differ, are no part of them) count as a recomputation that agrees;
+  other curves are refused, naming the first differing step;
 - :func:`check_record` (``pods analysis results`` calls it) refuses a record with a run the default job
   does not make, or whose fingerprint differs from today's.
 """
