@@ -9,7 +9,8 @@ time-to-peak table, draws the accuracy curves (Fig. 3's panel for (a)) and says 
 
 Each run is the default job's run of that arm and seed with a shorter budget (``pods train tiny_a seed=S
 --scale tiny budget.max_steps=N``), so a larger ``--steps`` continues it from its last checkpoint and
-ends with the curves of the longer budget. The output (``--out``, default ``results/quickstart``) holds
+ends with the curves of the longer budget. ``--steps`` is at least 25 (one evaluation interval) and no
+fewer than the runs in ``--out`` have trained. The output (``--out``, default ``results/quickstart``) holds
 the run directories, ``tables/`` (curves, steps, time-to-peak) and ``fig_3_a.png``.
 """
 
@@ -35,7 +36,13 @@ MODEL = "tiny:llama-arith_warm_tt"
 def _parser(prog: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--seeds", type=int, default=5, help="seeds per arm (default 5: the fewest with an interval)")
-    ap.add_argument("--steps", type=int, default=300, help="optimizer steps per run (default 300; the job's: 600)")
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=300,
+        help="optimizer steps per run, at least 25 (one evaluation interval) and no fewer than the runs in --out "
+        "have trained (default 300; the job's: 600)",
+    )
     ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="runs at a time (default: cores)")
     ap.add_argument("--out", default="results/quickstart", help="output folder (default results/quickstart)")
     return ap
@@ -47,6 +54,28 @@ def _run(cmd: list[str], log: Path, env: dict) -> tuple[int, float]:
         t0 = time.perf_counter()
         rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, check=False).returncode
     return rc, time.perf_counter() - t0
+
+
+def _check_out(out: Path, steps: int) -> str | None:
+    """Why ``--out`` cannot hold this quickstart (a file on its path; runs trained longer than ``--steps``, whose
+    table would be theirs, not this budget's), or None."""
+    import json
+
+    for p in (out, *out.parents):
+        if p.exists() and not p.is_dir():
+            return f"--out {out}: {p} is a file, not a folder; give --out a folder (default results/quickstart)"
+    longest = 0
+    for summary in (out / "runs").glob("a/*/seed~*/summary.json"):
+        try:
+            longest = max(longest, int(json.loads(summary.read_text(encoding="utf-8")).get("steps") or 0))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue  # a damaged run: its `pods train` says what is wrong
+    if longest > steps:
+        return (
+            f"--steps {steps}: the runs in {out} have trained {longest} steps and a shorter budget does not shorten "
+            f"them; give --steps {longest} or more (continues them), or another --out"
+        )
+    return None
 
 
 def _verdict(row) -> str:
@@ -73,6 +102,10 @@ def main(argv: list[str] | None = None, prog: str = "pods quickstart") -> int:
         print(f"{prog}: --seeds >= 1, --steps >= 25 (one evaluation interval) and --jobs >= 1", file=sys.stderr)
         return 2
     out = Path(args.out)
+    problem = _check_out(out, args.steps)
+    if problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return 2
     env = {**os.environ, "PODS_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
     if registry.IN_CHECKOUT:  # the workflow's model cache: a later `snakemake` reuses the model built here
         env.setdefault("PODS_CACHE", str(registry.REPO_ROOT / "resources" / "models"))

@@ -233,11 +233,22 @@ def budget_left(cfg: TrainConfig, stop_reason: str | None, steps: int, time_s: f
     return budget.max_time_s is None or (time_s or 0.0) < budget.max_time_s
 
 
-def continue_state(logger: RunLogger, state: dict, main: bool) -> dict:
+def continue_state(logger: RunLogger, state: dict, main: bool, cfg: TrainConfig | None = None) -> dict:
     """The checkpoint state of a run stopped by its budget, made to continue under a longer one: no stop
-    reason, and the closing evaluation that the stop added off the grid (``final``) dropped from eval.jsonl,
-    since a run of the longer budget does not make it."""
+    reason, and the evaluations that the stop added dropped from eval.jsonl, since a run of the longer budget
+    does not make them: the closing one off the grid (``final``) and, at a point on the grid, the other sets
+    (``eval.datasets`` after the first) where that point is off their coarser grid (``eval.others_every``)."""
     step = state.get("global_step")
+    primary = cfg.eval.datasets[0] if cfg is not None and cfg.eval.datasets else None
+    every = cfg.eval.others_every if cfg is not None else 1
+
+    def closing(row: dict) -> bool:
+        if row.get("step") != step:
+            return False
+        grid = row.get("grid_index")
+        off_coarse = primary is not None and row.get("dataset") != primary and isinstance(grid, int) and grid % every
+        return bool(row.get("final") or off_coarse)
+
     if main and logger.eval_path.exists():
         lines = logger.eval_path.read_text(encoding="utf-8").splitlines(keepends=True)
         keep = []
@@ -246,7 +257,7 @@ def continue_state(logger: RunLogger, state: dict, main: bool) -> dict:
                 row = json.loads(line)
             except ValueError:
                 row = {}
-            if not (isinstance(row, dict) and row.get("final") and row.get("step") == step):
+            if not (isinstance(row, dict) and closing(row)):
                 keep.append(line)
         if len(keep) != len(lines):
             logger.eval_path.write_text("".join(keep), encoding="utf-8")
@@ -450,7 +461,17 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
             raise RunDirError(final_missing_message(run_dir))
         if not budget_left(cfg, summary.get("stop_reason"), summary["steps"], summary.get("time_s")):
             if dist.is_main_process:
-                print(f"[pods] {run_dir} already finished ({summary['steps']} steps); not rerunning", file=sys.stderr)
+                more = cfg.budget.max_steps is not None and summary["steps"] > cfg.budget.max_steps
+                shorter = (
+                    f", more than budget.max_steps={cfg.budget.max_steps}: a shorter budget does not shorten a "
+                    "finished run (train it in another out_dir)"
+                    if more
+                    else ""
+                )
+                print(
+                    f"[pods] {run_dir} already finished ({summary['steps']} steps{shorter}); not rerunning",
+                    file=sys.stderr,
+                )
             return run_dir
         if ckpt is None or (state or {}).get("global_step") != summary["steps"]:
             raise RunDirError(
@@ -464,7 +485,7 @@ def _train_locked(cfg: TrainConfig, logger: RunLogger, dist: Any, use_cuda: bool
     ckpt, state = open_run_dir(cfg, logger, dist)
     if state and state.get("stop_reason"):
         if budget_left(cfg, state["stop_reason"], state.get("global_step", 0), state.get("train_time_s")):
-            state = continue_state(logger, state, dist.is_main_process)
+            state = continue_state(logger, state, dist.is_main_process, cfg)
     if ckpt is not None and dist.is_main_process:
         print(
             f"[pods] resuming {run_dir} from step {(state or {}).get('global_step')} ({ckpt.name})",

@@ -43,7 +43,7 @@ from pods.trainer.compat import (
 from pods.trainer.filters import SKIP_MAX_DRAWS as SKIP_MAX_DRAWS
 from pods.trainer.filters import GroupFilters, _prompt_key, check_filter_support
 from pods.trainer.forwards import KeptForwards
-from pods.trainer.options import _check_group_filters, _check_pods_geometry, _pods_option
+from pods.trainer.options import _check_group_filters, _check_pods_geometry, _pods_option, check_bool
 from pods.trainer.round_logs import DEBUG_ENV, RoundLogs
 
 __all__ = ["PODSGRPOTrainer", "reinstall_lm_head"]
@@ -104,6 +104,11 @@ class PODSGRPOTrainer(GroupFilters, KeptForwards, RoundLogs, GRPOTrainer):
     ):
         check_trl_compat()
         _refuse_unknown_pods_keywords(kwargs)
+        for name, value in (("pods_ga_same_prompt", pods_ga_same_prompt), ("pods_seeded_generation",
+                            pods_seeded_generation), ("pods_filter_zero_std", pods_filter_zero_std)):  # fmt: skip
+            check_bool("pods.PODSGRPOTrainer", name, value, none_ok=True)
+        for name, value in (("pods_keep_groups", pods_keep_groups), ("pods_strict_rewards", pods_strict_rewards)):
+            check_bool("pods.PODSGRPOTrainer", name, value)
         _quiet_trl_gradient_checkpointing_warning()
         if pods_logprob_temperature not in ("sampling", "none"):
             raise ValueError(

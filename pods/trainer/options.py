@@ -92,6 +92,8 @@ class PODSConfig(GRPOConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        for name in BOOL_FIELDS:
+            check_bool("pods.PODSConfig", name, getattr(self, name))
         if self.pods_m is None:
             raise ValueError(
                 "pods.PODSConfig needs pods_m, the rollouts kept per prompt (2 <= pods_m <= num_generations="
@@ -113,6 +115,40 @@ class PODSConfig(GRPOConfig):
         return super().get_process_log_level()
 
 
+BOOL_FIELDS = ("pods_ga_same_prompt", "pods_seeded_generation", "pods_filter_zero_std")
+"""The PODSConfig fields that are True or False (a string "false" would be truthy)."""
+
+
+def check_bool(who: str, name: str, value: Any, none_ok: bool = False) -> None:
+    """ValueError unless ``value`` is True or False (or None where the option may be unset)."""
+    if isinstance(value, bool) or (none_ok and value is None):
+        return
+    raise ValueError(f"{who}: {name}={value!r} must be True or False (a bool, not {type(value).__name__})")
+
+
+def _with_keyword_hint(init):
+    """PODSConfig's dataclass __init__, a misspelt field (``pods_M=4``) named with the closest one, as the trainer's
+    keywords are (a bare TypeError otherwise)."""
+    import difflib
+    import functools
+
+    @functools.wraps(init)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        known = {f.name for f in dataclasses.fields(PODSConfig) if f.init}
+        for name in kwargs:
+            if name not in known:
+                by_lower = {k.lower(): k for k in known if k.startswith("pods_") or not name.lower().startswith("pods")}
+                close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+                hint = f"; did you mean {by_lower[close[0]]}?" if close else ""
+                raise TypeError(f"pods.PODSConfig got an unknown keyword argument {name!r}{hint}")
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+PODSConfig.__init__ = _with_keyword_hint(PODSConfig.__init__)
+
+
 def _check_group_filters(who: str, refill_max_rounds: Any, skip_after: Any, skip_prob: Any) -> None:
     """The refill and skip parameters: integers >= 0 and a probability; ValueError saying the fix."""
     for name, value in (("pods_refill_max_rounds", refill_max_rounds), ("pods_skip_after", skip_after)):
@@ -120,6 +156,11 @@ def _check_group_filters(who: str, refill_max_rounds: Any, skip_after: Any, skip
             raise ValueError(f"{who}: {name}={value!r} must be an integer >= 0 (0 = off); use e.g. {name}=4")
     if isinstance(skip_prob, bool) or not isinstance(skip_prob, int | float) or not 0 <= skip_prob <= 1:
         raise ValueError(f"{who}: pods_skip_prob={skip_prob!r} must be a probability in [0, 1]; use e.g. 0.5")
+    if skip_after == 0 and skip_prob != 0.5:  # 0.5: the default, PODSConfig's and the keyword's
+        raise ValueError(
+            f"{who}: pods_skip_prob={skip_prob!r} is the skip probability of pods_skip_after, but pods_skip_after=0 "
+            "(the skip is off); set pods_skip_after (e.g. 1), or drop pods_skip_prob"
+        )
 
 
 def _refuse_foreign_trainer(args: PODSConfig, owner: Any) -> None:

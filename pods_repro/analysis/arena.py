@@ -49,7 +49,7 @@ import pandas as pd
 
 from pods_repro import registry
 from pods_repro.analysis import arena_stats
-from pods_repro.analysis.arena_record import FLOAT_FORMAT
+from pods_repro.analysis.arena_record import FLOAT_FORMAT, RUN_KEY
 from pods_repro.analysis.intervals import mean_diff_interval, mean_interval
 
 __all__ = [
@@ -119,12 +119,17 @@ def collect(grid, partial: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd
         ident = {"condition": run.condition, "arm": run.arm, "seed": run.seed}
         checked = {"config_sha256": check_fingerprint(d, run.folder, expected)} if expected is not None else {}
         primary = None
-        for row in read_jsonl(d / "eval.jsonl"):
-            primary = primary or row["dataset"]
-            if row["dataset"] == primary:
-                curves.append({**ident, "step": int(row["step"]), "accuracy": float(row["accuracy"])})
-        for row in read_jsonl(d / "metrics.jsonl"):
-            steps.append({**ident, "step": int(row["step"]), **{k: row.get(k) for k in STEP_KEYS}})
+        try:
+            for row in read_jsonl(d / "eval.jsonl"):
+                primary = primary or row["dataset"]
+                if row["dataset"] == primary:
+                    curves.append({**ident, "step": int(row["step"]), "accuracy": float(row["accuracy"])})
+            for row in read_jsonl(d / "metrics.jsonl"):
+                steps.append({**ident, "step": int(row["step"]), **{k: row.get(k) for k in STEP_KEYS}})
+        except (ValueError, KeyError, TypeError) as err:  # a damaged log (cut mid-line) or one without its keys
+            raise ArenaInputError(
+                f"{d}: a log cannot be read ({err}); train the run again (remove {d} and rerun its Snakemake target)"
+            ) from None
         runs.append(
             {
                 **ident,
@@ -143,7 +148,35 @@ def collect(grid, partial: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd
             f"{len(missing)} arena run(s) have not finished, e.g. {missing[0]}; train them "
             f"(snakemake arena --config arena={grid.scale}) before the tables"
         )
-    return pd.DataFrame(curves), pd.DataFrame(steps), pd.DataFrame(runs)
+    out = pd.DataFrame(curves), pd.DataFrame(steps), pd.DataFrame(runs)
+    check_tables(*out, f"{grid.root}/runs")
+    return out
+
+
+def check_tables(curves: pd.DataFrame, steps: pd.DataFrame, runs: pd.DataFrame, source: str) -> None:
+    """ArenaInputError unless every accuracy is a number in [0, 1] and no run or evaluation appears twice: a NaN
+    or a duplicate would change the tables without a word."""
+    if not curves.empty:
+        acc = pd.to_numeric(curves["accuracy"], errors="coerce")
+        bad = ~acc.between(0.0, 1.0)  # NaN too
+        if bad.any():
+            r = curves[bad].iloc[0]
+            raise ArenaInputError(
+                f"{source}: run {r['condition']}/{r['arm']}/seed~{r['seed']} step {r['step']} has accuracy "
+                f"{r['accuracy']!r}, not a number in [0, 1]; restore the record from git or train the run again"
+            )
+    for df, key, what in ((curves, [*RUN_KEY, "step"], "evaluation"), (steps, [*RUN_KEY, "step"], "step row"),
+                          (runs, list(RUN_KEY), "run")):  # fmt: skip
+        if df.empty or not set(key) <= set(df.columns):
+            continue
+        twice = df.duplicated(key, keep=False)
+        if twice.any():
+            r = df[twice].iloc[0]
+            at = f" step {r['step']}" if "step" in key else ""
+            raise ArenaInputError(
+                f"{source}: the {what} {r['condition']}/{r['arm']}/seed~{r['seed']}{at} appears twice; keep one "
+                "(restore the record from git)"
+            )
 
 
 def grid_meta(grid) -> dict:
@@ -181,8 +214,17 @@ def read_record(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame,
             raise ArenaInputError(
                 f"{folder / name} is missing; make the record with pods analysis arena --scale NAME --record {folder}"
             )
-    read = [pd.read_csv(folder / n) for n in RECORD_FILES[:3]]
-    return (*read, json.loads((folder / RECORD_FILES[3]).read_text(encoding="utf-8")))
+    try:
+        read = [pd.read_csv(folder / n) for n in RECORD_FILES[:3]]
+        meta = json.loads((folder / RECORD_FILES[3]).read_text(encoding="utf-8"))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError, OSError, EOFError) as err:
+        # EOFError: a truncated .csv.gz
+        raise ArenaInputError(
+            f"{folder}: the record cannot be read ({err or type(err).__name__}); restore it from git "
+            f"(git checkout -- {folder})"
+        ) from None
+    check_tables(*read, str(folder))
+    return (*read, meta)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -607,8 +649,21 @@ def run(args: argparse.Namespace) -> int:
             record = read_record(folder) if (folder / "arena_meta.json").is_file() else None
             if record is not None and record[3].get("scale") != args.scale:
                 record = None  # a record of another grid holds none of this one's runs
-            print(" ".join(arena_record.missing(load_arena(args.scale), record)))
+            targets = arena_record.missing(load_arena(args.scale), record)
+            if not targets:
+                from pods_repro.analysis.record import NOTHING_MISSING
+
+                print(NOTHING_MISSING)
+                print(f"{folder}: the record holds every run of scale {args.scale}; nothing to train", file=sys.stderr)
+                return 1
+            print(" ".join(targets))
             return 0
+        if args.record and args.scale is None:
+            raise ArenaInputError("--record needs --scale NAME (the grid whose finished runs to add)")
+        if args.wall_s is not None and not args.record:
+            raise ArenaInputError("--wall-s is kept in a record: give it with --scale NAME --record DIR")
+        if args.wall_s is not None and not (math.isfinite(args.wall_s) and args.wall_s > 0):
+            raise ArenaInputError(f"--wall-s {args.wall_s}: give a finite number of seconds > 0")
         if args.scale is not None and args.from_record is None:
             grid = load_arena(args.scale)
             if args.record:

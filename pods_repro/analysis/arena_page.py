@@ -98,6 +98,23 @@ def _page_intro(runs: pd.DataFrame, meta: dict, record: str, full: dict, cost: d
         "pods analysis arena --page docs/arena.md   # this page, from the record",
         "```",
         "",
+    ]
+    sittings = meta.get("sittings") or []
+    if (
+        not pilot
+        and sittings
+        and meta.get("recorded_runs") == meta.get("grid_runs")
+        and all(s.get("wall_s") for s in sittings)
+    ):  # the full grid, recorded: its cost is measured, not estimated
+        wall = sum(float(s["wall_s"]) for s in sittings)
+        cores = "/".join(sorted({str(s.get("cores")) for s in sittings}))
+        return lines + [
+            f"Cost of the full grid, as recorded ({len(runs)} runs of {steps} steps, {seeds} seeds): {cpu:,.0f} CPU "
+            f"seconds of the runs' processes and {wall:,.0f} s ({wall / 3600:.1f} h) of wall time in "
+            f"{len(sittings)} sitting(s) on {cores} cores.",
+            "",
+        ]
+    lines += [
         f"Estimated cost of the full grid (scale `full`: {est['runs']} runs of {full['steps']} steps, "
         f"{len(full['seeds'])} seeds), from this record's CPU seconds per step, per evaluation and per start-up "
         f"(`cost_estimate`): {est['cpu_s']:,.0f} CPU seconds, about {est['hours_2_cores']:.1f} h on 2 cores "

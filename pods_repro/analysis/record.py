@@ -6,6 +6,7 @@ made in sittings: each sitting trains some runs in a fresh clone, then adds what
 
     pods analysis record --root results                    # add this sitting's finished runs
     .venv/bin/snakemake -c2 $(pods analysis record --missing)  # next sitting: only the runs not recorded
+    # (a complete record: --missing prints a target no rule makes and exits 1, so nothing is scheduled)
 
 A run enters the record with its curves (``curves.csv.gz``), its per-run seconds (``steps.csv.gz``: training,
 evaluation and start-up, wall and CPU seconds) and the fingerprint of the config that trained it
@@ -16,9 +17,11 @@ sitting's wall seconds, the runs it added) and ``jobs.tsv`` the per-job seconds 
 Checks, each an :class:`AnalysisInputError` naming the run and the fix, before anything is written:
 
 - a run whose fingerprint is not what the default job trains today (another config, or code that changed
-  a default) is refused;
-- a run already in the record is compared with the record: the same curves (every evaluation's values)
-  count as a recomputation that agrees; other curves are refused;
+  a default), or whose steps are not the job's ``budget.max_steps`` (the fingerprint leaves the budget out:
+  the quickstart's shorter runs are not the job's), is refused;
+- a run already in the record is compared with the record: the same curves (every evaluation's values; the
+  seconds of its clocks, which always differ, are no part of them) count as a recomputation that agrees;
+  other curves are refused, naming the first differing step;
 - :func:`check_record` (``pods analysis results`` calls it) refuses a record with a run the default job
   does not make, or whose fingerprint differs from today's.
 """
@@ -54,8 +57,9 @@ __all__ = [
 SCALE = "tiny"
 JOB_COMMAND = "bash scripts/install.sh && .venv/bin/snakemake -c2 --config released_logs=DIR"
 TINY_FILES = ("job.json", "curves.csv.gz", "steps.csv.gz", "jobs.tsv")
-# Curves columns that are measured in seconds: a recomputation agrees on everything else.
-_MACHINE_COLUMNS = ("time_s", "time_s_raw", "source")
+# Curves columns that measure the machine (seconds of its clocks, memory) or name a folder: a recomputation
+# agrees on everything else, the curves themselves.
+_MACHINE_COLUMNS = ("time_s", "time_s_raw", "cpu_time_s", "wall_s", "seconds", "peak_mem_mb", "source")
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class ExpectedRun:
     experiment: str
     overrides: tuple[str, ...]
     fingerprint: str
+    max_steps: int | None = None  # the job's step budget (left out of the fingerprint; checked on its own)
 
 
 def expected_runs(scale_name: str = SCALE) -> dict[str, ExpectedRun]:
@@ -85,7 +90,8 @@ def expected_runs(scale_name: str = SCALE) -> dict[str, ExpectedRun]:
         for seed in scale["seeds"][arm.seeds]:
             cfg = dataclasses.replace(base, seed=seed)  # what `pods train ... seed=S` loads
             key = f"{arm.setting}/{arm.run_name}/seed~{seed}"
-            out[key] = ExpectedRun(key, arm.setting, experiment, tuple(overrides), config_fingerprint(cfg)[1])
+            digest = config_fingerprint(cfg)[1]
+            out[key] = ExpectedRun(key, arm.setting, experiment, tuple(overrides), digest, cfg.budget.max_steps)
     return out
 
 
@@ -99,7 +105,13 @@ def _folder_of(source: str) -> str:
 
 
 def _read(data: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, dict | None, list[dict] | None]:
+    if data.exists() and not data.is_dir():
+        raise AnalysisInputError(
+            f"{data}: a file, not a records folder; give --data the folder (default benchmarks/results)"
+        )
     tiny = data / "tiny"
+    if tiny.exists() and not tiny.is_dir():
+        raise AnalysisInputError(f"{tiny}: a file, not the record's folder; restore it from git")
     present = [n for n in TINY_FILES if (tiny / n).exists()]
     if not present:
         return None, None, None, None
@@ -112,12 +124,17 @@ def _read(data: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, dict | 
         job = json.loads((tiny / "job.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise AnalysisInputError(f"{tiny / 'job.json'}: not a JSON record ({err}); restore it from git") from None
-    return (
-        read_curves(tiny / "curves.csv.gz"),
-        read_steps(tiny / "steps.csv.gz"),
-        job,
-        jobtime.read_jobs(tiny / "jobs.tsv"),
-    )
+    return read_curves(tiny / "curves.csv.gz"), read_steps(tiny / "steps.csv.gz"), job, _read_jobs(tiny / "jobs.tsv")
+
+
+def _read_jobs(path: Path) -> list[dict]:
+    """The record's per-job seconds; none (a header only) when its sittings trained outside Snakemake, which
+    leaves no benchmark files to replay."""
+    try:
+        header_only = len(path.read_text(encoding="utf-8").strip().splitlines()) == 1
+    except (OSError, UnicodeDecodeError):
+        header_only = False  # read_jobs names the problem
+    return [] if header_only else jobtime.read_jobs(path)
 
 
 def host_info() -> dict:
@@ -177,8 +194,27 @@ def _check_fingerprints(run_dirs: list[Path], root: Path, expected: dict[str, Ex
                 f"vs {expected[key].fingerprint[:12]}): it is not a run of this job. Fix: train it again from a "
                 "fresh clone of this version, or leave it out (move the run directory away)"
             )
+        want = expected[key].max_steps
+        got = _trained_steps(d)
+        if want is not None and got != want:
+            raise AnalysisInputError(
+                f"{d}: trained {got} steps, the default job's run {key} trains {want} (budget.max_steps): it is not "
+                "a run of this job. Fix: train the job's runs (.venv/bin/snakemake -c2), or record these runs "
+                "elsewhere"
+            )
         out[key] = digest
     return out
+
+
+def _trained_steps(run_dir: Path) -> int | None:
+    """The steps a finished run trained (its summary.json), None when it does not say."""
+    try:
+        steps = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("steps")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as err:
+        raise AnalysisInputError(
+            f"{run_dir / 'summary.json'}: not a run's summary ({err}); train the run again"
+        ) from None
+    return None if steps is None else int(steps)
 
 
 def _summary_seconds(run_dir: Path) -> dict:
@@ -188,11 +224,36 @@ def _summary_seconds(run_dir: Path) -> dict:
     return {k: s.get(k) for k in keys}
 
 
-def same_curves(old: pd.DataFrame, new: pd.DataFrame) -> bool:
+def first_difference(old: pd.DataFrame, new: pd.DataFrame) -> str | None:
+    """None when two runs' curves agree in every evaluation (timing columns aside), else the first difference
+    in step order: its step, dataset and metric and the two values."""
     cols = [c for c in old.columns if c not in _MACHINE_COLUMNS and c in new.columns]
-    a = old[cols].reset_index(drop=True)
-    b = new[cols].reset_index(drop=True)
-    return a.shape == b.shape and bool((a.astype(str) == b.astype(str)).all().all())
+    key = [c for c in ("step", "dataset", "metric", "grid") if c in cols]
+    a, b = old[cols].astype(str), new[cols].astype(str)
+    if not key:
+        same = a.shape == b.shape and bool((a.reset_index(drop=True) == b.reset_index(drop=True)).all().all())
+        return None if same else "the rows differ"
+    both = a.merge(b, on=key, how="outer", suffixes=("_record", "_new"), indicator=True)
+    values = [c for c in cols if c not in key]
+    differs = both["_merge"] != "both"
+    for c in values:
+        differs |= both[f"{c}_record"] != both[f"{c}_new"]
+    if not differs.any() and len(a) == len(b):
+        return None
+    if not differs.any():
+        return "an evaluation recorded twice"
+    both = both[differs].assign(_step=pd.to_numeric(both.loc[differs, "step"], errors="coerce"))
+    row = both.sort_values(["_step", *key], kind="stable").iloc[0]
+    where = f"step {row['step']}" + "".join(f" {row[c]}" for c in ("dataset", "metric") if c in key)
+    if row["_merge"] != "both":
+        return f"{where}: only in {'the record' if row['_merge'] == 'left_only' else 'the recomputation'}"
+    changed = [c for c in values if row[f"{c}_record"] != row[f"{c}_new"]]
+    v = "value" if "value" in changed else changed[0]
+    return f"{where}: {row[f'{v}_record']} in the record, {row[f'{v}_new']} recomputed"
+
+
+def same_curves(old: pd.DataFrame, new: pd.DataFrame) -> bool:
+    return first_difference(old, new) is None
 
 
 def _sitting_tables(root: Path, expected: dict[str, ExpectedRun]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
@@ -229,11 +290,11 @@ def _new_runs(curves, steps, old_curves, old_steps) -> tuple[set, int]:
     for key, row in zip(_keys(steps), steps.itertuples(), strict=True):
         if key not in old_keys:
             add.add(key)
-        elif same_curves(old_curves[_keys(old_curves) == key], curves[_keys(curves) == key]):
+        elif (diff := first_difference(old_curves[_keys(old_curves) == key], curves[_keys(curves) == key])) is None:
             agreed += 1
         else:
             raise AnalysisInputError(
-                f"{row.source}: recomputes the recorded run {row.run} with other curves; the record keeps the "
+                f"{row.source}: recomputes the recorded run {row.run} with other curves (first at {diff}); the record keeps the "
                 "first. Compare the two with scripts/compare_runs.py; a difference across CPUs of another vendor is "
                 "expected (docs/reproduce.md), then record this host's job in its own data folder (--data)"
             )
@@ -365,6 +426,13 @@ def check_record(steps: pd.DataFrame, expected: dict[str, ExpectedRun] | None = 
                 f"(fingerprint {str(row['config_sha256'])[:12]} vs {expected[run].fingerprint[:12]}): the record is "
                 "stale. Fix: train the changed runs again and record them (pods analysis record)"
             )
+        want = expected[run].max_steps
+        if want is not None and "steps" in row and pd.notna(row["steps"]) and int(row["steps"]) != want:
+            raise AnalysisInputError(
+                f"the recorded run {run} trained {int(row['steps'])} steps, the default job's trains {want} "
+                "(budget.max_steps): it is not a run of this job. Fix: restore the record from git "
+                "(git checkout -- benchmarks/results/tiny)"
+            )
 
 
 def missing_runs(data: str | Path, root: str = "results") -> list[str]:
@@ -391,12 +459,31 @@ def add_arguments(p) -> None:
     p.add_argument("--status", action="store_true", help="print runs recorded per setting and exit")
 
 
+NOTHING_MISSING = "nothing-missing:the-record-is-complete"
+"""What ``--missing`` prints when the record is complete: a target no rule makes, so that
+``snakemake -c2 $(pods analysis record --missing)`` stops at once instead of scheduling the whole job."""
+
+
+def check_seconds(option: str, value: float | None, *, zero: bool = False) -> None:
+    """AnalysisInputError unless ``value`` (an option's seconds) is None or a finite number > 0 (>= 0 with zero)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        bound = ">= 0" if zero else "> 0"
+        raise AnalysisInputError(f"{option} {value}: give a finite number of seconds {bound}")
+
+
 def run(args) -> int:
     import sys
 
     try:
         if args.missing:
-            print("\n".join(missing_runs(args.data, args.root)))
+            targets = missing_runs(args.data, args.root)
+            if not targets:
+                print(NOTHING_MISSING)
+                print(f"{args.data}: the record holds every run of the default job; nothing to train", file=sys.stderr)
+                return 1
+            print("\n".join(targets))
             return 0
         if args.status:
             _, steps, job, _ = _read(Path(args.data))
@@ -407,10 +494,12 @@ def run(args) -> int:
                     f"sitting {s['sitting']}: {s['runs_added']} runs, {s['wall_s'] / 60:.0f} min on {s['cores']} cores ({s['cpu']})"
                 )
             return 0
-        if args.wall_s is None or not args.wall_s > 0:
+        if args.wall_s is None:
             raise AnalysisInputError(
                 "--wall-s SECONDS is needed: this sitting's measured wall time (install to the last run)"
             )
+        check_seconds("--wall-s", args.wall_s)
+        check_seconds("--install-s", args.install_s, zero=True)
         got = record_sitting(args.root, args.data, args.wall_s, args.install_s)
     except AnalysisInputError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -221,7 +221,7 @@ def paper_defaults(rec: registry.Setting) -> dict:
 
 def tidy_frame(df: pd.DataFrame) -> pd.DataFrame:
     df = df.astype({"n": int, "m": int, "grad_accum": int, "seed": int, "grid": int})
-    df["role"] = df["role"].fillna("").astype(str)
+    df["role"] = df["role"].astype(object).fillna("").astype(str)
     return df.sort_values(
         ["setting", "arm", "n", "m", "rule", "normalize", "seed", "dataset", "metric", "grid"], kind="stable"
     ).reset_index(drop=True)
@@ -235,8 +235,11 @@ def _read_table(path: Path, what: str) -> pd.DataFrame:
         )
     try:
         return pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError, OSError) as err:
-        raise AnalysisInputError(f"{path} is not a readable {what} CSV ({err}); regenerate it") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError, OSError, EOFError) as err:
+        # EOFError: a truncated .csv.gz
+        raise AnalysisInputError(
+            f"{path} is not a readable {what} CSV ({err or type(err).__name__}); regenerate it"
+        ) from None
 
 
 def _numeric(df: pd.DataFrame, path: Path, columns: Iterable[str]) -> pd.DataFrame:
@@ -520,7 +523,9 @@ def read_steps(path: str | Path | None) -> pd.DataFrame | None:
                 "`python -m pods_repro.analysis collect` (or `released`)"
             )
     refuse_duplicates(steps, RUN_KEY, path, "run")
-    return steps.assign(role=steps["role"].fillna("").astype(str)) if "role" in steps else steps
+    if "role" not in steps:
+        return steps
+    return steps.assign(role=steps["role"].astype(object).fillna("").astype(str))  # an all-empty column reads float
 
 
 def select(df: pd.DataFrame, **where) -> pd.DataFrame:

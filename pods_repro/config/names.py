@@ -5,8 +5,9 @@ order of :data:`NAME_VOCAB`, ``short~value`` for every field that differs from t
 (``experiments/{setting}.yaml``; the schema defaults when there is none). So the PODS and GRPO arms of
 setting (a) are ``sel~max_variance_n~64_m~16`` and ``sel~max_variance_n~16_m~16``, and an override
 ``optim.lr=1e-6`` adds ``_lr~1e-6``. Fields that do not change what is learned (``seed``, ``out_dir``,
-``hardware.*``, ``checkpoint.*``, gradient checkpointing, attention kernel, vLLM memory share) are
-left out. Values: floats in shortest round-trip form without exponent padding (``1e-6``, ``0.04``,
+``hardware.*``, ``checkpoint.*``, gradient checkpointing, attention kernel, vLLM memory share, the budget
+unless ``budget.max_steps`` is a decaying schedule's horizon) are left out, so ``budget.max_steps=30`` after
+``=20`` continues the same run directory. Values: floats in shortest round-trip form without exponent padding (``1e-6``, ``0.04``,
 ``21600``), booleans ``true``/``false``, lists joined by ``+``, characters outside ``[A-Za-z0-9._+-]``
 replaced by ``-``. :func:`parse_run_name` reads a name back into ``{short: value}``.
 """
@@ -82,11 +83,22 @@ def run_name(cfg: TrainConfig, base: TrainConfig | None = None) -> str:
     base = base if base is not None else _base_for(cfg)
     r = cfg.rollout
     parts = []
+    continues = _continuing_keys(cfg)
     for key, short in NAME_VOCAB.items():
+        if key in continues:
+            continue
         value = get_key(cfg, key)
         if value != get_key(base, key):
             parts.append(f"{short}~{format_value(value)}")
     return registry.format_run_name(format_value(r.rule), r.n, r.m, parts)
+
+
+def _continuing_keys(cfg: TrainConfig) -> tuple[str, ...]:
+    """The budget keys that do not make another run (pods_repro.config.fingerprint leaves them out): a longer budget
+    continues the shorter one's run in its directory. ``budget.max_steps`` names the run when it is the
+    learning-rate schedule's horizon (a decaying scheduler without ``optim.scheduler_steps``)."""
+    horizon = cfg.optim.scheduler != "constant" and cfg.optim.scheduler_steps is None
+    return ("budget.max_time_s",) if horizon else ("budget.max_time_s", "budget.max_steps")
 
 
 _NAME_SPLIT = re.compile(r"_(?=[A-Za-z][A-Za-z0-9]*~)")

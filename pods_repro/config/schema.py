@@ -148,7 +148,9 @@ class TaskConfig(_Section):
     reward_noise: float = 0.0
     """Noisy rewards: each rollout's correctness reward r is replaced by 1 - r with this probability, in [0, 0.5)
     (0 = off); the draw is seeded by the run seed, the step, the scoring round and the rollout's row, so a rerun
-    flips the same rollouts. Training rewards only: evaluation scores the clean answer."""
+    flips the same rollouts. Training rewards only: evaluation scores the clean answer. With task.reward=partial
+    the correctness reward is the digit-wise partial credit r in [0, 1], and a flip gives 1 - r (a wrong answer
+    with half its digits right stays at 0.5)."""
 
     def _check(self) -> None:
         tasks = list(registry.TRAIN_TASKS)
@@ -300,6 +302,19 @@ class RolloutConfig(_Section):
             self._fail("skip_after", "must be >= 0", "use 0 (off) or e.g. 1")
         if not 0 <= self.skip_prob <= 1:
             self._fail("skip_prob", "must be in [0, 1]", "use e.g. 0.5")
+        defaults = {f.name: f.default for f in fields(self)}
+        if self.filter != "refill" and self.refill_max_rounds != defaults["refill_max_rounds"]:
+            self._fail(
+                "refill_max_rounds",
+                f"bounds the refill's extra rounds, but rollout.filter={self.filter} does not refill",
+                f"set rollout.filter=refill, or drop rollout.refill_max_rounds (default {defaults['refill_max_rounds']})",
+            )
+        if self.skip_after == 0 and self.skip_prob != defaults["skip_prob"]:
+            self._fail(
+                "skip_prob",
+                "is the skip probability of rollout.skip_after, but rollout.skip_after=0 (the skip is off)",
+                f"set rollout.skip_after (e.g. 1), or drop rollout.skip_prob (default {defaults['skip_prob']})",
+            )
         if self.backend not in BACKENDS:
             self._fail("backend", f"is not one of {', '.join(BACKENDS)}", "use hf (any machine) or vllm (GPU)")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:

@@ -17,6 +17,7 @@ import pods_repro.rules  # noqa: F401  (registers the rules from other papers)
 from pods.trainer import *  # noqa: F403  (the library's trainer names)
 from pods.trainer import PODSGRPOTrainer
 from pods.trainer import __all__ as _LIBRARY_NAMES
+from pods.trainer.options import check_bool
 from pods_repro.trainer.generation import GenerationHelpers
 from pods_repro.trainer.grpo_config import (
     BIG_STEPS,
@@ -39,6 +40,7 @@ class ReproTrainer(GenerationHelpers, PODSGRPOTrainer):
     """
 
     def __init__(self, *args: Any, pods_fast_decode: bool = False, **kwargs: Any):
+        check_bool("pods_repro.ReproTrainer", "pods_fast_decode", pods_fast_decode)
         self.pods_fast_decode = bool(pods_fast_decode)
         super().__init__(*args, **kwargs)
 

@@ -192,7 +192,11 @@ class RunController(TrainerCallback):
             for key, value in res.items()
             if key not in ("n_examples", "repeats") and isinstance(value, int | float) and not isinstance(value, bool)
         }
+        # CallbackHandler.on_log clears control.should_log (it is the trainer's "logged" hand-off); called from
+        # on_step_end it would skip the step's own log (its metrics.jsonl row): the flag is restored after it
+        should_log = tr.control.should_log
         tr.callback_handler.on_log(tr.args, tr.state, tr.control, logs)
+        tr.control.should_log = should_log
 
     def _bar_in_steps(self) -> bool:
         """The progress bar counts steps when a step budget is set (a tiny run's ``budget.max_steps``, whatever

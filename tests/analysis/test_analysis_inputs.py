@@ -235,3 +235,30 @@ def test_abbreviated_options_are_refused_not_guessed(tmp_path, capsys):
         )
     assert exit_.value.code == 2
     assert "unrecognized arguments: --thresh" in capsys.readouterr().err
+
+
+def test_a_steps_table_with_no_roles_reads_without_a_pandas_warning(tmp_path):
+    """An all-empty role column reads as floats; filling it with "" warns (and will raise) in pandas 4."""
+    import warnings
+
+    from pods_repro.analysis.tidy import read_steps
+
+    steps = pd.DataFrame(
+        {"setting": ["a"], "arm": ["grpo"], "n": [8], "m": [8], "grad_accum": [1], "seed": [0], "time_s": [1.0],
+         "steps": [2], "role": [None]}
+    )  # fmt: skip
+    steps.to_csv(tmp_path / "steps.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = read_steps(tmp_path / "steps.csv")
+    assert list(got["role"]) == [""]
+
+
+def test_a_truncated_gzipped_table_is_one_error(tmp_path):
+    from pods_repro.analysis.tidy import AnalysisInputError, read_steps
+
+    path = tmp_path / "steps.csv.gz"
+    pd.DataFrame({"setting": ["a"] * 200, "seed": range(200)}).to_csv(path, index=False, compression="gzip")
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(AnalysisInputError, match="steps.csv.gz is not a readable steps CSV"):
+        read_steps(path)

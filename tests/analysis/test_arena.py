@@ -214,3 +214,19 @@ def test_cost_estimate_counts_a_condition_s_prompts_per_step():
               "conditions": {"one": [], "two": ["task.reward=paper", "rollout.prompts_per_step=2"]}}  # fmt: skip
     est = A.cost_estimate(runs, {}, target)
     assert est["cpu_s"] == pytest.approx((4.0 + 100 * 0.1 + 5 * 0.2) + (4.0 + 2 * 100 * 0.1 + 5 * 0.2))
+
+
+def test_the_page_of_a_full_record_states_its_measured_cost_once():
+    """A full, complete record is no pilot and its cost is measured: the page and config/arena.yaml give one
+    cost (the record's), not an estimate beside it."""
+    page = (REPO / "docs" / "arena.md").read_text()
+    _, _, runs, meta = A.read_record(RECORD)
+    if meta["scale"] != "full" or meta["recorded_runs"] != meta["grid_runs"]:
+        pytest.skip("the committed arena record is not the complete full grid")
+    assert "the pilot grid of this page" not in page
+    assert "Estimated cost" not in page
+    wall = sum(s["wall_s"] for s in meta["sittings"])
+    assert f"{wall:,.0f} s ({wall / 3600:.1f} h) of wall time" in page
+    arena_yaml = (REPO / "config" / "arena.yaml").read_text()
+    assert "the pilot that docs/arena.md reports" not in arena_yaml
+    assert not re.search(r"about [\d.]+ h", arena_yaml), "a cost estimate beside the page's measured cost"

@@ -151,3 +151,104 @@ def test_the_recorded_arena_s_references_are_the_default_job_s_runs():
             assert ours.sort_values("step").accuracy.round(6).tolist() == theirs.value.round(6).tolist(), (arm, seed)
             compared += 1
     assert compared == 2 * len(meta["seeds"])
+
+
+def _snapshot(folder: Path) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.fixture
+def recorded(pilot, tmp_path):
+    """A pilot record of two runs, made by the command."""
+    grid, root = pilot
+    for run in grid.runs()[:2]:
+        _write_run(root, run, grid.steps, grid.eval_every)
+    rec = tmp_path / "record"
+    assert A.main(["--scale", "pilot", "--record", str(rec), "--wall-s", "100"]) == 0
+    return grid, root, rec
+
+
+@pytest.mark.parametrize("damage", ["nan", "duplicate", "truncated", "runs_twice"])
+def test_a_damaged_record_is_refused_not_tabled(recorded, tmp_path, capsys, damage):
+    """A NaN accuracy or a duplicated run would change the tables in silence; a truncated file is a traceback."""
+    _, _, rec = recorded
+    if damage == "nan":
+        curves = pd.read_csv(rec / "arena_curves.csv")
+        curves.loc[3, "accuracy"] = float("nan")
+        curves.to_csv(rec / "arena_curves.csv", index=False)
+    elif damage == "duplicate":
+        curves = pd.read_csv(rec / "arena_curves.csv")
+        pd.concat([curves, curves.iloc[[2]]]).to_csv(rec / "arena_curves.csv", index=False)
+    elif damage == "runs_twice":
+        runs = pd.read_csv(rec / "arena_runs.csv")
+        pd.concat([runs, runs.iloc[[0]]]).to_csv(rec / "arena_runs.csv", index=False)
+    else:
+        gz = rec / "arena_steps.csv.gz"
+        gz.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])
+    before = _snapshot(rec)
+    capsys.readouterr()
+    out = tmp_path / "tables"
+    assert A.main(["--from-record", str(rec), "--out-dir", str(out), "--page", str(tmp_path / "p.md")]) == 2
+    err = _one_line(capsys)
+    assert str(rec) in err
+    assert {"nan": "not a number in [0, 1]", "duplicate": "appears twice", "runs_twice": "appears twice",
+            "truncated": "cannot be read"}[damage] in err  # fmt: skip
+    assert not out.exists()
+    assert not (tmp_path / "p.md").exists()
+    assert A.main(["--scale", "pilot", "--record", str(rec), "--wall-s", "10"]) == 2  # a sitting: the same
+    assert _snapshot(rec) == before
+
+
+def test_a_truncated_log_in_a_sitting_is_one_line(recorded, capsys):
+    grid, root, rec = recorded
+    run = grid.runs()[2]
+    _write_run(root, run, grid.steps, grid.eval_every)
+    log = root / "runs" / run.folder / "metrics.jsonl"
+    log.write_bytes(log.read_bytes()[:-30])
+    before = _snapshot(rec)
+    capsys.readouterr()
+    assert A.main(["--scale", "pilot", "--record", str(rec), "--wall-s", "10"]) == 2
+    assert "metrics.jsonl" in _one_line(capsys)
+    assert _snapshot(rec) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [(["--wall-s", "inf"], "--wall-s inf"), (["--wall-s", "-1"], "--wall-s -1"), (["--wall-s", "nan"], "--wall-s nan"),
+     (["--wall-s", "0"], "--wall-s 0"), (["--no-record", "--wall-s", "60"], "--wall-s is kept in a record"),
+     (["--no-scale"], "--record needs --scale")],
+)  # fmt: skip
+def test_options_that_would_do_nothing_or_write_nonsense_are_refused(recorded, tmp_path, capsys, argv, says):
+    _, _, rec = recorded
+    before = _snapshot(rec)
+    base = {"--scale": ["--scale", "pilot"], "--record": ["--record", str(rec)]}
+    if "--no-scale" in argv:
+        base.pop("--scale")
+    if "--no-record" in argv:
+        base.pop("--record")
+    cmd = [*base.get("--scale", []), *base.get("--record", []), *(a for a in argv if not a.startswith("--no-"))]
+    capsys.readouterr()
+    assert A.main(cmd) == 2
+    assert says in _one_line(capsys)
+    assert _snapshot(rec) == before
+    assert json.loads((rec / "arena_meta.json").read_text())["sittings"][-1]["wall_s"] == 100.0
+
+
+def test_missing_says_when_the_record_is_complete(pilot, tmp_path, capsys):
+    grid, root = pilot
+    for run in grid.runs():
+        _write_run(root, run, grid.steps, grid.eval_every)
+    rec = tmp_path / "record"
+    assert A.main(["--scale", "pilot", "--record", str(rec), "--wall-s", "100"]) == 0
+    capsys.readouterr()
+    assert A.main(["--scale", "pilot", "--missing", "--from-record", str(rec)]) == 1
+    out = capsys.readouterr()
+    assert out.out.split() == ["nothing-missing:the-record-is-complete"]
+    assert "nothing to train" in out.err

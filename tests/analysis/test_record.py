@@ -102,6 +102,8 @@ def test_the_command_records_lists_and_refuses(fake_job, tmp_path):
     assert not (data / "tiny").exists()
     assert record.main(["--root", str(root), "--data", str(data), "--wall-s", "600"]) == 0
     assert (data / "tiny" / "job.json").exists()
+    for argv in (["--status"], ["--missing"]):  # the record it wrote reads back
+        assert record.main(["--data", str(data), *argv]) == 0
 
 
 def test_the_default_job_s_runs_are_the_workflow_s():
@@ -155,3 +157,115 @@ def test_cpu_runs_carry_their_cpu_clock_into_the_curves(job):
     m = arm_matrices(one[one["arm"] == one["arm"].iloc[0]])
     got = m.elapsed_S_T[0][~pd.isna(m.elapsed_S_T[0])]
     assert list(got) == list(one[one["arm"] == one["arm"].iloc[0]].query("time_s > 0")["cpu_time_s"])
+
+
+def test_a_recomputation_that_agrees_is_accepted_whatever_its_seconds(fake_job, tmp_path):
+    """A recomputed run's clocks (cpu_time_s, time_s) always differ from the record's: they are not its curves.
+    A difference in an evaluation is refused, naming its step."""
+    root, _ = fake_job
+    data = tmp_path / "data"
+    record.record_sitting(root, data, 600.0)
+    path = data / "tiny" / "curves.csv.gz"
+    curves = pd.read_csv(path)
+    for col in ("cpu_time_s", "time_s", "time_s_raw"):
+        curves[col] = curves[col] * 1.7 + 0.3  # another machine's seconds
+    curves.to_csv(path, index=False, compression="gzip")
+    assert record.record_sitting(root, data, 60.0)["agreed"] == 2
+    at = curves.index[(curves["metric"] == "accuracy") & (curves["step"] > 0)][0]
+    step = int(curves.loc[at, "step"])
+    curves.loc[at, "value"] = 0.5 if curves.loc[at, "value"] != 0.5 else 0.25
+    curves.to_csv(path, index=False, compression="gzip")
+    with pytest.raises(AnalysisInputError, match=rf"other curves \(first at step {step} .*accuracy"):
+        record.record_sitting(root, data, 60.0)
+
+
+def test_runs_of_another_step_budget_are_refused(fake_job, tmp_path, monkeypatch):
+    """A run whose steps are not the job's (budget.max_steps, left out of the fingerprint) is not one of its runs:
+    the quickstart's runs are not the default job's."""
+    import dataclasses
+
+    root, expected = fake_job
+    longer = {k: dataclasses.replace(r, max_steps=50) for k, r in expected.items()}
+    monkeypatch.setattr(record, "expected_runs", lambda scale_name="tiny": longer)
+    with pytest.raises(AnalysisInputError, match=r"trained 2 steps, the default job's run .* trains 50"):
+        record.record_sitting(root, tmp_path / "data", 600.0)
+    assert not (tmp_path / "data").exists()
+    assert all(r.max_steps for r in list(record.expected_runs().values())[:3])
+    data = tmp_path / "other"
+    monkeypatch.setattr(record, "expected_runs", lambda scale_name="tiny": expected)
+    record.record_sitting(root, data, 600.0)
+    steps = pd.read_csv(data / "tiny" / "steps.csv.gz")
+    with pytest.raises(AnalysisInputError, match=r"trained 2 steps, the default job's trains 50"):
+        record.check_record(steps, longer)
+
+
+def test_the_committed_record_is_the_default_job_s():
+    from pods_repro.analysis.tidy import read_steps
+
+    record.check_record(read_steps(REPO / "benchmarks" / "results" / "tiny" / "steps.csv.gz"))
+
+
+@pytest.mark.parametrize(
+    "extra", [["--wall-s", "inf"], ["--wall-s", "-1"], ["--wall-s", "nan"], ["--wall-s", "0"],
+              ["--wall-s", "60", "--install-s", "-5"], ["--wall-s", "60", "--install-s", "nan"]],
+)  # fmt: skip
+def test_seconds_that_are_not_seconds_are_refused(fake_job, tmp_path, capsys, extra):
+    root, _ = fake_job
+    data = tmp_path / "data"
+    assert record.main(["--root", str(root), "--data", str(data), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert extra[-2] in err
+    assert "finite number" in err
+    assert not data.exists()
+
+
+def test_unreadable_records_give_one_line(fake_job, tmp_path, capsys):
+    """A data path that is a file, a truncated curves.csv.gz: exit 2 and one line, the record as it was."""
+    root, _ = fake_job
+    afile = tmp_path / "records.txt"
+    afile.write_text("x")
+    for argv in (["--status"], ["--missing"], ["--wall-s", "60"]):
+        assert record.main(["--root", str(root), "--data", str(afile), *argv]) == 2
+        assert "a file, not a records folder" in capsys.readouterr().err
+    data = tmp_path / "data"
+    record.record_sitting(root, data, 600.0)
+    path = data / "tiny" / "curves.csv.gz"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    before = {p.name: p.read_bytes() for p in (data / "tiny").iterdir()}
+    for argv in (["--status"], ["--wall-s", "60"]):
+        assert record.main(["--root", str(root), "--data", str(data), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "curves.csv.gz is not a readable curves CSV" in err
+    assert {p.name: p.read_bytes() for p in (data / "tiny").iterdir()} == before
+
+
+def test_missing_says_when_nothing_is_missing(fake_job, tmp_path, capsys, monkeypatch):
+    """`snakemake -c2 $(pods analysis record --missing)` must not schedule the whole job once the record is whole."""
+    root, expected = fake_job
+    two = dict(list(expected.items())[:2])
+    monkeypatch.setattr(record, "expected_runs", lambda scale_name="tiny": two)
+    data = tmp_path / "data"
+    record.record_sitting(root, data, 600.0)
+    capsys.readouterr()
+    assert record.main(["--data", str(data), "--missing"]) == 1
+    out = capsys.readouterr()
+    assert out.out.strip() == record.NOTHING_MISSING
+    assert "nothing to train" in out.err
+
+
+def test_a_sitting_trained_outside_snakemake_leaves_a_readable_record(fake_job, tmp_path, capsys):
+    """Runs of `pods train --scale tiny` leave no Snakemake benchmark files: the record has no per-job seconds
+    then, and still reads back (--status, --missing, the next sitting)."""
+    import shutil
+
+    root, _ = fake_job
+    bare = tmp_path / "bare" / "results"
+    shutil.copytree(root / "runs", bare / "runs")
+    data = tmp_path / "data"
+    assert record.main(["--root", str(bare), "--data", str(data), "--wall-s", "60"]) == 0
+    for argv in (["--status"], ["--missing"]):
+        assert record.main(["--data", str(data), *argv]) == 0, capsys.readouterr().err
+    assert "(a) 2 of 3 runs recorded" in capsys.readouterr().out
+    assert record.record_sitting(root, data, 60.0)["agreed"] == 2

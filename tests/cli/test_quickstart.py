@@ -50,3 +50,32 @@ def test_quickstart_runs_end_to_end(tmp_path):
         assert (out / "tables" / name).exists()
     assert (out / "fig_3_a.png").exists()
     assert len(list(out.glob("runs/a/*/seed~0/summary.json"))) == 2  # GRPO 16/16 and PODS 64/16
+
+
+def test_steps_below_one_interval_are_documented(capsys):
+    with pytest.raises(SystemExit):
+        quickstart.main(["--help"])
+    assert "at least 25" in " ".join(capsys.readouterr().out.split())
+
+
+def test_an_output_path_that_is_a_file_is_one_line(tmp_path, capsys):
+    afile = tmp_path / "qs"
+    afile.write_text("x")
+    for out in (afile, afile / "deeper"):
+        assert quickstart.main(["--seeds", "1", "--steps", "25", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "is a file, not a folder" in err
+    assert afile.read_text() == "x"
+
+
+def test_fewer_steps_than_trained_are_refused(tmp_path, capsys):
+    """The table would be the longer runs', under a line saying "25 steps each": refused, naming the fix."""
+    run = tmp_path / "qs" / "runs" / "a" / "sel~max_variance_n~16_m~16" / "seed~0"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text('{"steps": 50}')
+    assert quickstart.main(["--seeds", "1", "--steps", "25", "--out", str(tmp_path / "qs")]) == 2
+    err = capsys.readouterr().err
+    assert "have trained 50 steps" in err
+    assert "--steps 50 or more" in err
+    assert sorted(p.name for p in (tmp_path / "qs").iterdir()) == ["runs"]  # nothing built or written

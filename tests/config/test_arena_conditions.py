@@ -53,6 +53,24 @@ def test_flip_rewards_flips_about_p_of_the_rollouts_and_nothing_at_zero():
     assert sum(flipped) / len(values) == pytest.approx(0.2, abs=0.02)
 
 
+def test_noise_on_partial_credit_flips_the_credit_as_the_docs_say():
+    """task.reward_noise with task.reward=partial flips a partial credit r to 1 - r: what `pods train --help`
+    (the schema's text) and docs/trl.md say."""
+    import subprocess
+    import sys
+
+    values = [0.25, 2 / 3, 0.5] * 500
+    out = flip_rewards(values, 0.4, seed=0, step=1, round_=0)
+    assert {round(o, 9) for o, v in zip(out, values, strict=True) if o != v} == {0.75, round(1 / 3, 9)}
+    load_config(registry.repo_file("experiments/tiny_a.yaml"), ["task.reward=partial", "task.reward_noise=0.1"])
+    helptext = subprocess.run(
+        [sys.executable, "-m", "pods", "train", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    at = helptext.index("task.reward_noise")
+    assert "task.reward=partial" in helptext[at : at + 700]
+    assert "partial credit r to 1 - r" in (registry.REPO_ROOT / "docs" / "trl.md").read_text().replace("\n", " ")
+
+
 def test_flip_rewards_is_seeded_per_run_step_round_and_rollout():
     values = [1.0] * 400
     a = flip_rewards(values, 0.3, seed=0, step=5, round_=0)

@@ -190,6 +190,12 @@ BAD = {
     "missing_train_file": (["task.train=/nonexistent/train.jsonl"], "task.train", "fix the path"),
     "missing_test_file": (["task.test=no/such/test.jsonl"], "task.test", "fix the path"),
     "train_not_jsonl": (["task.train=openai/gsm8k"], "task.train", ".jsonl"),
+    "refill_rounds_without_refill": (
+        ["rollout.refill_max_rounds=2"],
+        "rollout.refill_max_rounds",
+        "rollout.filter=refill",
+    ),
+    "skip_prob_without_skip": (["rollout.skip_prob=0.3"], "rollout.skip_prob", "set rollout.skip_after"),
     "negative_budget": (["budget.max_time_s=-5"], "budget.max_time_s", "21600"),
     "zero_steps": (["budget.max_steps=0"], "budget.max_steps", "positive"),
     "no_budget": (["budget.max_time_s=null", "budget.max_steps=null"], "budget", "budget.max_time_s"),
@@ -541,13 +547,34 @@ CHANGES = {
 }
 
 
+CONTINUING = ("budget.max_time_s", "budget.max_steps")
+NEEDS = {"rollout.refill_max_rounds": ["rollout.filter=refill"], "rollout.skip_prob": ["rollout.skip_after=1"]}
+"""Keys that mean something only beside another (set alone, they are refused)."""
+
+
+def test_a_longer_budget_continues_the_run_s_directory():
+    """`pods train tiny_a budget.max_steps=20` then `=30`: the same run directory, so the second continues the
+    first (as with --scale); the steps name the run only when they are a decaying schedule's horizon."""
+    short, longer = (load_config(TINY_A, [f"budget.max_steps={n}"]) for n in (20, 30))
+    assert default_run_dir(short) == default_run_dir(longer) == default_run_dir(load_config(TINY_A))
+    timed = load_config(TINY_A, ["budget.max_time_s=60"])
+    assert default_run_dir(timed) == default_run_dir(short)
+    horizon = ["optim.scheduler=cosine", "optim.scheduler_steps=null"]
+    a, b = (load_config(TINY_A, [*horizon, f"budget.max_steps={n}"]) for n in (20, 30))
+    assert default_run_dir(a) != default_run_dir(b)
+    assert parse_run_name(run_name(b))["steps"] == "30"
+
+
 def test_each_vocabulary_field_changes_the_name():
     base = load_config(TINY_A)
     names = {run_name(base)}
     for key, value in CHANGES.items():
         if value is None:  # GPU-only or file-valued: covered by the format test below
             continue
-        cfg = apply_overrides(base, [f"{key}={json.dumps(value)}"])
+        if key in CONTINUING:  # a budget continues its run: test_a_longer_budget_continues_the_run_s_directory
+            names.add(key)
+            continue
+        cfg = apply_overrides(base, [*NEEDS.get(key, []), f"{key}={json.dumps(value)}"])
         name = run_name(cfg)
         short = NAME_VOCAB[key]
         parsed = parse_run_name(name)

@@ -51,3 +51,12 @@ def test_readme_keeps_the_generated_blocks():
         assert start in README, f"README.md lost the marker {start.strip()!r}"
         assert end in README, f"README.md lost the marker {end!r}"
         assert README.index(start) < README.index(end)
+
+
+def test_the_readme_says_how_long_the_test_tier_takes():
+    tests = README[README.index("## Tests") :]
+    tests = tests[: tests.index("\n## ", 5)]
+    line = next(
+        ln for ln in tests.splitlines() if ln.startswith("bash scripts/install.sh && .venv/bin/python -m pytest")
+    )
+    assert re.search(r"~\d+ CPU min \(\d+ min on a busy 2-core host\)", line), line

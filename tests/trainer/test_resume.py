@@ -148,6 +148,22 @@ def test_a_finished_run_continues_with_a_longer_budget(reference, tiny_cfg, tmp_
     assert json.loads((out / "config.json").read_text())["budget"]["max_steps"] == 6
     train(tiny_cfg(out, *RUN))  # the same budget again: nothing to do
     assert "already finished" in capfd.readouterr().err
+    train(tiny_cfg(out, *RUN, "budget.max_steps=3"))  # a shorter one: nothing to do either, and it says why
+    assert "already finished (6 steps, more than budget.max_steps=3" in capfd.readouterr().err
+
+
+def test_a_continued_run_keeps_no_off_grid_evaluation_of_the_other_sets(reference, tiny_cfg, tmp_path, capfd):
+    """The other sets are evaluated every `eval.others_every`-th point and when the budget stops the run: the
+    shorter run's stop (step 2, grid point 1) evaluated them off their coarser grid, which a run of the longer
+    budget does not; a continued run does not keep those rows (the quickstart's 25 then 50 steps)."""
+    sets = ("eval.datasets=[arith,arith_heldout]", "eval.others_every=2")
+    _, ref = reference(sets)  # 6 steps: the other set at steps 0, 4 and 6 (the stop)
+    out = tmp_path / "continued"
+    train(tiny_cfg(out, *RUN, *sets, "budget.max_steps=2"))
+    assert [r["step"] for r in read_jsonl(out / "eval.jsonl") if r["dataset"] == "arith_heldout"] == [0, 2]
+    train(tiny_cfg(out, *RUN, *sets))
+    assert [r["step"] for r in read_jsonl(out / "eval.jsonl") if r["dataset"] == "arith_heldout"] == [0, 4, 6]
+    _assert_same_run(out, ref)
 
 
 @pytest.mark.slow  # kill + resume and a longer budget are each in the fast tier; their combination here

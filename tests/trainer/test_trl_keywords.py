@@ -71,3 +71,40 @@ def test_help_texts_list_every_registered_rule():
         assert rule in help_text.rsplit("--pods_rule", 1)[1].split("--pods_normalize")[0], rule
     for rule in registry.RULES:
         assert rule in out.stdout, rule
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"), [("pods_M", "pods_m"), ("pods_rulle", "pods_rule"), ("learning_rat", "learning_rate")]
+)
+def test_a_misspelt_pods_config_field_names_the_closest_one(tmp_path, typo, meant):
+    """PODSConfig(pods_M=4) was a bare TypeError from the dataclass; the trainer's keywords said the fix."""
+    with pytest.raises(TypeError) as err:
+        PODSConfig(output_dir=str(tmp_path), num_generations=4, use_cpu=True, **{"pods_m": 2, typo: 4})
+    assert f"pods.PODSConfig got an unknown keyword argument {typo!r}; did you mean {meant}?" == str(err.value)
+
+
+@pytest.mark.parametrize("name", ["pods_ga_same_prompt", "pods_seeded_generation", "pods_filter_zero_std"])
+def test_a_string_for_a_boolean_option_is_refused(tiny_policy_dir, tmp_path, name):
+    """`pods_ga_same_prompt="false"` is truthy: it would turn on what it says to turn off."""
+    with pytest.raises(ValueError, match=rf"pods.PODSConfig: {name}='false' must be True or False"):
+        PODSConfig(output_dir=str(tmp_path), num_generations=4, pods_m=2, use_cpu=True, **{name: "false"})
+    assert getattr(PODSConfig(output_dir=str(tmp_path), num_generations=4, pods_m=2, use_cpu=True), name) is False
+    with pytest.raises(ValueError, match=rf"pods.PODSGRPOTrainer: {name}='false' must be True or False"):
+        _build(tiny_policy_dir, tmp_path, pods_m=2, **{name: "false"})
+
+
+def test_a_string_for_a_trainer_only_boolean_is_refused(tiny_policy_dir, tmp_path):
+    from pods_repro.trainer import ReproTrainer
+
+    with pytest.raises(ValueError, match=r"pods_strict_rewards='no' must be True or False"):
+        _build(tiny_policy_dir, tmp_path, pods_m=2, pods_strict_rewards="no")
+    with pytest.raises(ValueError, match=r"pods_fast_decode='no' must be True or False"):  # the reproduction's own
+        _build(tiny_policy_dir, tmp_path, trainer_cls=ReproTrainer, pods_m=2, pods_fast_decode="no")
+
+
+def test_a_skip_probability_without_the_skip_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"pods_skip_prob=0.3 is the skip probability of pods_skip_after"):
+        PODSConfig(output_dir=str(tmp_path), num_generations=4, pods_m=2, use_cpu=True, pods_skip_prob=0.3)
+    args = PODSConfig(output_dir=str(tmp_path), num_generations=4, pods_m=2, use_cpu=True, pods_skip_after=1,
+                      pods_skip_prob=0.3)  # fmt: skip
+    assert args.pods_skip_prob == 0.3

@@ -3,6 +3,7 @@ package sets from its own options; TensorBoard logging end to end; the model car
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,11 @@ def test_tensorboard_events_and_pods_model_card(tiny_cfg, tmp_path):
         (row["step"], pytest.approx(row["accuracy"])) for row in evals
     ]
     assert [row["step"] for row in evals] == [0, 2]
+    # reporting an evaluation from on_step_end goes through the callback handler's on_log, which clears
+    # control.should_log: the step's own log (its metrics.jsonl row, the step count) must survive it
+    assert [row["step"] for row in read_jsonl(run_dir / "metrics.jsonl")] == [1, 2]
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 2
+    assert [e.step for e in acc.Scalars("train/loss")] == [1, 2]
     assert {"eval/arith/format_accuracy", "eval/arith/both_accuracy", "eval/arith/completion_len_mean"} <= tags
     assert {"train/kept_reward_std", "train/kept_frac_reward_zero_std", "train/kept_completion_length"} <= tags
     card = (run_dir / "checkpoints" / "README.md").read_text()
