@@ -583,18 +583,18 @@ def test_recipe_add_a_setting_g(tmp_path, monkeypatch):
     wd = tmp_path / "wf"
     wd.mkdir()
     for name in LINKED:
-        if name not in ("pods", "experiments", "config") and (REPO / name).exists():
+        if name not in ("pods_repro", "experiments", "config") and (REPO / name).exists():
             (wd / name).symlink_to(REPO / name)
     (wd / "Snakefile").unlink()
-    shutil.copy(REPO / "Snakefile", wd / "Snakefile")  # its folder goes first on sys.path: our pods copy
-    for name in ("pods", "experiments", "config"):
+    shutil.copy(REPO / "Snakefile", wd / "Snakefile")  # its folder goes first on sys.path: our pods_repro copy
+    for name in ("pods_repro", "experiments", "config"):
         shutil.copytree(REPO / name, wd / name, ignore=shutil.ignore_patterns("__pycache__"))
     # 1. an experiment YAML; 2. rows in the run sheet; 3. one record.
     tiny_a = (wd / "experiments" / "tiny_a.yaml").read_text()
     (wd / "experiments" / "tiny_g.yaml").write_text(tiny_a.replace("setting: tiny_a", "setting: tiny_g"))
     with (wd / "config" / "runs_tiny.tsv").open("a") as fh:
         fh.write(ROWS_G)
-    with (wd / "pods" / "registry.py").open("a") as fh:
+    with (wd / "pods_repro" / "registry.py").open("a") as fh:
         fh.write(RECORD_G)
 
     # The dry run schedules (g)'s runs (the main_bcd seeds x 2 main arms + the ablation seeds of its ablation
