@@ -240,7 +240,7 @@ def test_each_verdict_follows_its_rule_when_a_number_changes(generated):
     assert "per optimizer step the released logs give faster in (b), (c); not resolved in (a), (e), (f)" in new
     assert "| (a) | 2.68 | - | 2.89 [0.50, 4.38] | not resolved; consistent with the printed figure, not resolved |" in new
     head = sections.headline(rec, other)
-    assert "wall-clock: not resolved in (a), (b), (c), (e), (f)" in head
+    assert "wall-clock, not resolved in (a), (b), (c), (e), (f)" in head
 
 
 def test_the_first_screen_states_the_findings_and_explains_its_columns():
@@ -249,6 +249,6 @@ def test_the_first_screen_states_the_findings_and_explains_its_columns():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     first = "\n".join(text.splitlines()[:40])
     assert "released logs reproduce Table 3's printed speed-ups" in first
-    assert "(i): counted in optimizer steps" in text
+    assert "Per step: counted in optimizer steps" in text
     assert '"never N%": the share of bootstrap resamples' in text
     assert text.count("is not recorded in this version") <= 1
