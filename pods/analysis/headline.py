@@ -15,6 +15,7 @@ import pandas as pd
 
 from pods import registry
 from pods.analysis import jobtime, verdicts
+from pods.analysis.intervals import MIN_SEEDS_SPEEDUP
 from pods.analysis.page_parts import (
     BUDGETS,
     NOT_RECORDED,
@@ -61,7 +62,9 @@ def _n(row: pd.Series) -> int:
     return int(min(row["n_seeds_baseline"], row["n_seeds_pods"]))
 
 
-def speedup_cell(row: pd.Series | None, col: str, paper: float | None = None, same_data: bool = False) -> str:
+def speedup_cell(
+    row: pd.Series | None, col: str, paper: float | None = None, same_data: bool = False, named: bool = False
+) -> str:
     """'2.14 [1.64, 2.71]: faster; agrees with the paper', or 'not resolved at 1 seed' without an interval."""
     if row is None:
         return "-"
@@ -70,7 +73,8 @@ def speedup_cell(row: pd.Series | None, col: str, paper: float | None = None, sa
         return verdicts.few_seeds(_n(row))
     text = f"{ci_text(row, col)}: {verdicts.speedup(lo, hi)}"
     if paper is not None and not math.isnan(paper):
-        text += f"; {verdicts.against(lo, hi, paper, same_data=same_data)}"
+        text += f"; against {paper:.2f}," if named else ";"
+        text += f" {verdicts.against(lo, hi, paper, same_data=same_data)}"
     return text
 
 
@@ -146,11 +150,11 @@ def _released_finding(rec: Records, t: Tables) -> str:
     if b is not None and row_of(rel, "b") is not None:
         reached = float(b["t_pods_s"]) < math.inf
         lo, hi = float(b["ci_low"]), float(b["ci_high"])
-        point = f"{float(b['speedup_exact']):.2f}" if reached else "never: 0"
+        point = f"{float(b['speedup_exact']):.2f}" if reached else "0"
         text += (
             f" (b)'s {float(row_of(rel, 'b')['paper_speedup']):.1f} is on answer-and-format accuracy; on answer "
             f"accuracy alone PODS {'reaches' if reached else 'never reaches'} GRPO's target (speed-up {point} "
-            f"[{lo:.2f}, {hi:.2f}], PODS never reaching it in {float(b['p_pods_never']):.0%} of resamples: "
+            f"[{lo:.2f}, {hi:.2f}], PODS missing the target in {float(b['p_pods_never']):.0%} of resamples: "
             f"{verdicts.speedup(lo, hi)})."
         )
     return text + (
@@ -167,7 +171,7 @@ def _tiny_finding(rec: Records, t: Tables) -> str:
         if r is None:
             parts.append(f"({letter}) {tiny_missing(rec, letter)}")
             continue
-        parts.append(f"({letter}) {speedup_cell(r, 'speedup_steps', per_step.get(letter, math.nan))}")
+        parts.append(f"({letter}) {speedup_cell(r, 'speedup_steps', per_step.get(letter, math.nan), named=True)}")
         means.append(f"({letter}) {mean_cell(t.tiny_means, letter)}")
     text = "**The tiny default job** (CPU analogues of the settings), per optimizer step: " + "; ".join(parts) + "."
     if means:
@@ -184,7 +188,7 @@ def _budget_finding(rec: Records, t: Tables) -> str | None:
         return None
     reads = [f"{b} steps {speedup_cell(r, 'speedup_steps', per_step)}" for b, r in cuts]
     text = f"**(a)'s verdict depends on its budget**: against the paper's per-step {per_step:.2f}, cut at " + (
-        "; ".join(reads) + f" (the record's budget is {BUDGETS[-1]})."
+        "; ".join(reads) + f" (the record's budget is {int(row_of(t.tiny, 'a')['last_at_baseline'])})."
     )
     x = t.crossing
     if x is not None:
@@ -218,9 +222,9 @@ def _clock_finding(rec: Records, t: Tables) -> str | None:
     gpu = float(r["paper_sps_pods"]) / float(r["paper_sps_baseline"])
     return (
         f"**Three readings of the tiny (a)'s same runs**: per optimizer step "
-        f"{speedup_cell(r, 'speedup_steps', paper_per_step(rec).get('a', math.nan))}; by the CPU clock of the "
+        f"{speedup_cell(r, 'speedup_steps', paper_per_step(rec).get('a', math.nan), named=True)}; by the CPU clock of the "
         f"machine that ran it {speedup_cell(r, 'speedup_wall')}; projected to the paper's hardware "
-        f"{speedup_cell(r, 'speedup_paper_hw', paper)} against Table 3's {paper:.1f} (a projection: each arm's steps "
+        f"{speedup_cell(r, 'speedup_paper_hw', paper, named=True)} (a projection: each arm's steps "
         f"priced at {how}). They differ because PODS needs fewer steps but each generates {rollouts(rec, 'a'):g}x the "
         f"rollouts: a PODS step costs {cpu:.2f}x a GRPO step on this CPU and {gpu:.2f}x on the authors' GPU, where "
         "generation is cheap (Fig. 1)."
@@ -250,7 +254,7 @@ def _bias_finding(t: Tables) -> str | None:
         f"[{num(float(one['low']))}, {num(float(one['high']))}] (central 95% of {int(one['draws'])} draws), and a "
         f"k-seed experiment calls PODS faster in "
         + " / ".join(f"{x:.0%}" for x in few["p_faster"])
-        + f" of draws (no interval below 5 seeds). So the settings at {few_seeds} seeds per arm cannot resolve an "
+        + f" of draws (no interval below {MIN_SEEDS_SPEEDUP} seeds). So the settings at {few_seeds} seeds per arm cannot resolve an "
         "(a)-sized speed-up by time-to-peak; the mean-accuracy column, which uses every evaluation, is read beside it."
     )
 

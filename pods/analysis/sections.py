@@ -16,8 +16,9 @@ from string import Template
 import pandas as pd
 
 from pods import registry
-from pods.analysis import jobtime, verdicts
+from pods.analysis import jobtime, seed_bias, verdicts
 from pods.analysis.headline import findings, headline, job_sentence  # noqa: F401 - the first screen, for callers
+from pods.analysis.intervals import MIN_SEEDS_SPEEDUP
 from pods.analysis.page_parts import (
     BOOT_SEED,
     BUDGETS,
@@ -191,8 +192,9 @@ def sec_bias(rec: Records, t: Tables) -> str:
                   "with an interval", "called faster"], rows)  # fmt: skip
     L += ["", f"Each experiment draws k of the recorded seeds of each arm without replacement (generator seed "
           f"{BOOT_SEED}) and reads (i) and its interval as the table does ({int(sub['draws'].max())} experiments, "
-          "1000 bootstrap resamples each, so a share carries a few points of Monte-Carlo error). The median moves "
-          "with k: the statistic is biased at few seeds, and below 5 seeds per arm there is no interval at all."]  # fmt: skip
+          f"{seed_bias.SUBSAMPLE_BOOT} bootstrap resamples each, so a share carries a few points of Monte-Carlo "
+          "error). The median moves with k: the statistic is biased at few seeds, and below "
+          f"{MIN_SEEDS_SPEEDUP} seeds per arm there is no interval at all."]  # fmt: skip
     x = t.crossing
     if x is not None:
         r = row_of(t.tiny, "a")

@@ -131,18 +131,21 @@ def test_the_headline_verdicts_follow_the_numbers(computed):
     head = headline.headline(rec, t)
     r = t.tiny[t.tiny["setting"].astype(str) == "a"].iloc[0]
     lo, hi = float(r["speedup_steps_ci_low"]), float(r["speedup_steps_ci_high"])
-    words = verdicts.against(lo, hi, results.paper_per_step(rec)["a"])
-    assert f"(a) {r['speedup_steps']:.2f} [{lo:.2f}, {hi:.2f}]: faster; {words}" in head
+    paper = results.paper_per_step(rec)["a"]
+    words = verdicts.against(lo, hi, paper)
+    assert f"(a) {r['speedup_steps']:.2f} [{lo:.2f}, {hi:.2f}]: faster; against {paper:.2f}, {words}" in head
     wide = t.tiny.copy()
     wide.loc[wide["setting"].astype(str) == "a", "speedup_steps_ci_high"] = 2 * lo + 0.1
     other = headline.headline(rec, dataclasses.replace(t, tiny=wide))
     assert (
-        f"(a) {r['speedup_steps']:.2f} [{lo:.2f}, {2 * lo + 0.1:.2f}]: faster; consistent with the paper, not resolved"
+        f"(a) {r['speedup_steps']:.2f} [{lo:.2f}, {2 * lo + 0.1:.2f}]: faster; against {paper:.2f}, consistent with the paper, not resolved"
         in other
     )
     low = t.tiny.copy()
     low.loc[low["setting"].astype(str) == "a", "speedup_steps_ci_high"] = 2.5
-    assert "faster; differs from the paper (below)" in headline._tiny_finding(rec, dataclasses.replace(t, tiny=low))
+    assert f"faster; against {paper:.2f}, differs from the paper (below)" in headline._tiny_finding(
+        rec, dataclasses.replace(t, tiny=low)
+    )
     # a setting with one seed reads in words, never as a bare number
     one = t.tiny.copy()
     one.loc[one["setting"].astype(str) == "a", ["speedup_steps_ci_low", "speedup_steps_ci_high"]] = math.nan

@@ -238,7 +238,9 @@ def test_each_verdict_follows_its_rule_when_a_number_changes(generated):
     assert "| (b) | 3.0 | 3.0 (3.00) | [0.90, 4.50] | not resolved |" in new
     assert "establish a wall-clock speed-up above 1 only in none" in new
     assert "per optimizer step the released logs give faster in (b), (c); not resolved in (a), (e), (f)" in new
-    assert "| (a) | 2.68 | - | 2.89 [0.50, 4.38] | not resolved; consistent with the printed figure, not resolved |" in new
+    assert (
+        "| (a) | 2.68 | - | 2.89 [0.50, 4.38] | not resolved; consistent with the printed figure, not resolved |" in new
+    )
     head = sections.headline(rec, other)
     assert "wall-clock, not resolved in (a), (b), (c), (e), (f)" in head
 
