@@ -20,30 +20,31 @@ the workflow writes agree number for number.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from pods_repro.analysis import jobtime, record
+from pods_repro.analysis import jobtime, record, seed_bias
 from pods_repro.analysis.ablations import ablation_table
+from pods_repro.analysis.headline import findings, headline  # noqa: F401 - re-exported for callers of this module
 from pods_repro.analysis.levels import level_table
-from pods_repro.analysis.sections import (  # noqa: F401 - the page's parts, re-exported for callers of this module
+from pods_repro.analysis.page_parts import (  # noqa: F401 - re-exported for callers of this module
     BOOT_SEED,
     BUDGETS,
     MAIN_JOB,
     NOT_RECORDED,
     RECORD_CMD,
     RELEASED_CMD,
-    findings,
-    headline,
-    page,
+    Records,
+    Tables,
     paper_per_step,
     partial_text,
 )
+from pods_repro.analysis.sections import page
 from pods_repro.analysis.speedups import (
     DEFAULT_N_BOOT,
     default_comparisons,
@@ -61,23 +62,6 @@ README_END = "<!-- /results -->"
 
 # ----------------------------------------------------------------------------------------------
 # the records
-
-
-@dataclass
-class Records:
-    """The committed data the page is computed from."""
-
-    data: Path
-    tiny_curves: pd.DataFrame | None  # None: the tiny default job is not recorded (the page says so)
-    tiny_steps: pd.DataFrame | None
-    released_curves: pd.DataFrame
-    released_steps: pd.DataFrame | None
-    jobs: list[dict] | None
-    job: dict | None
-    gpu_index: pd.DataFrame
-    gpu_curves: pd.DataFrame | None
-    gpu_steps: pd.DataFrame | None
-    tiny_status: dict[str, tuple[int, int]] | None = None  # setting -> (runs recorded, runs of the default job)
 
 
 def _need(path: Path, how: str) -> Path:
@@ -151,17 +135,6 @@ def record_released(released: str | Path, data: str | Path) -> list[Path]:
 # the computations
 
 
-@dataclass
-class Tables:
-    released: pd.DataFrame
-    tiny: pd.DataFrame | None  # None: no tiny record
-    budgets: dict[int, pd.DataFrame]
-    tiny_levels: dict[int, pd.DataFrame]
-    released_levels: pd.DataFrame
-    ablations: pd.DataFrame
-    gpu: pd.DataFrame | None
-
-
 def _cut(curves: pd.DataFrame, setting: str, step: int) -> pd.DataFrame:
     keep = (curves["setting"].astype(str) != setting) | (curves["step"] <= step)
     return curves[keep]
@@ -181,8 +154,10 @@ def compute(rec: Records, n_boot: int = DEFAULT_N_BOOT) -> Tables:
             rec.gpu_curves, default_comparisons(rec.gpu_curves), n_boot=n_boot, boot_seed=BOOT_SEED,
             steps=rec.gpu_steps, **rel_kw,
         )  # fmt: skip
+    b = [dataclasses.replace(c, metric="accuracy") for c in released_comparisons() if c.setting == "b"]
+    answer_only = speedup_table(rec.released_curves, b, n_boot=n_boot, boot_seed=BOOT_SEED, **rel_kw)
     if rec.tiny_curves is None:
-        return Tables(released, None, {}, {}, released_levels, ablations, gpu)
+        return Tables(released, None, {}, {}, released_levels, ablations, gpu, answer_only=answer_only)
     tiny = speedup_table(
         rec.tiny_curves, default_comparisons(rec.tiny_curves), n_boot=n_boot, boot_seed=BOOT_SEED,
         steps=rec.tiny_steps, **rel_kw,
@@ -197,7 +172,13 @@ def compute(rec: Records, n_boot: int = DEFAULT_N_BOOT) -> Tables:
         )
         tiny_levels[b] = level_table(a_only, n_boot=n_boot, boot_seed=BOOT_SEED)
     tiny_levels["all"] = level_table(rec.tiny_curves, n_boot=n_boot, boot_seed=BOOT_SEED)
-    return Tables(released, tiny, budgets, tiny_levels, released_levels, ablations, gpu)
+    return Tables(
+        released, tiny, budgets, tiny_levels, released_levels, ablations, gpu,
+        tiny_means=seed_bias.mean_differences(rec.tiny_curves),
+        subsample=seed_bias.subsample_speedups(rec.tiny_curves) if has_a else pd.DataFrame(),
+        crossing=seed_bias.interpolated_crossing(rec.tiny_curves, n_boot=n_boot, rng_seed=BOOT_SEED) if has_a else None,
+        answer_only=answer_only,
+    )  # fmt: skip
 
 
 def replace_block(text: str, block: str) -> str:

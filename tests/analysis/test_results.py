@@ -221,8 +221,9 @@ def test_each_verdict_follows_its_rule_when_a_number_changes(generated):
     assert verdicts.speedup(0.99, 2.0) == "not resolved"
     assert verdicts.speedup(0.2, 0.99) == "slower"
     assert verdicts.speedup(math.nan, 2.0) == "no interval"
-    assert verdicts.against(1.0, 2.5, 2.68) == "differs from the paper (below)"
-    assert verdicts.against(1.0, 2.7, 2.68) == "agrees with the paper"
+    assert verdicts.against(1.4, 2.5, 2.68) == "differs from the paper (below)"
+    assert verdicts.against(1.4, 2.7, 2.68) == "agrees with the paper"
+    assert verdicts.against(1.3, 2.7, 2.68) == "consistent with the paper, not resolved"  # 2.7 > 2 x 1.3
     assert verdicts.difference(-0.5, -0.1) == "lower"
     assert verdicts.difference(-0.5, 0.1) == "not resolved"
     assert verdicts.within(1.11, 1.10) == "outside"
@@ -237,8 +238,11 @@ def test_each_verdict_follows_its_rule_when_a_number_changes(generated):
     assert "| (b) | 3.0 | 3.0 (3.00) | [0.90, 4.50] | not resolved |" in new
     assert "establish a wall-clock speed-up above 1 only in none" in new
     assert "per optimizer step the released logs give faster in (b), (c); not resolved in (a), (e), (f)" in new
+    assert (
+        "| (a) | 2.68 | - | 2.89 [0.50, 4.38] | not resolved; consistent with the printed figure, not resolved |" in new
+    )
     head = sections.headline(rec, other)
-    assert "wall-clock: not resolved in (a), (b), (c), (e), (f)" in head
+    assert "wall-clock, not resolved in (a), (b), (c), (e), (f)" in head
 
 
 def test_the_first_screen_states_the_findings_and_explains_its_columns():
@@ -247,6 +251,6 @@ def test_the_first_screen_states_the_findings_and_explains_its_columns():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     first = "\n".join(text.splitlines()[:40])
     assert "released logs reproduce Table 3's printed speed-ups" in first
-    assert "(i): counted in optimizer steps" in text
+    assert "Per step: counted in optimizer steps" in text
     assert '"never N%": the share of bootstrap resamples' in text
     assert text.count("is not recorded in this version") <= 1
