@@ -25,7 +25,7 @@ def _train(grid, condition: str, arm: str, out: Path) -> list[dict]:
         o if not o.startswith(("budget.max_steps=", "eval.every_steps=")) else o.split("=")[0] + f"={STEPS}"
         for o in grid.run_overrides(condition, arm)
     ]
-    cmd = [sys.executable, "-m", "pods", "train", grid.experiment, "seed=0", f"out_dir={out}", *over]
+    cmd = [sys.executable, "-m", "pods_repro", "train", grid.experiment, "seed=0", f"out_dir={out}", *over]
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stderr[-2000:]
     return [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]

@@ -64,7 +64,7 @@ def test_noise_on_partial_credit_flips_the_credit_as_the_docs_say():
     assert {round(o, 9) for o, v in zip(out, values, strict=True) if o != v} == {0.75, round(1 / 3, 9)}
     load_config(registry.repo_file("experiments/tiny_a.yaml"), ["task.reward=partial", "task.reward_noise=0.1"])
     helptext = subprocess.run(
-        [sys.executable, "-m", "pods", "train", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "pods_repro", "train", "--help"], capture_output=True, text=True, check=True
     ).stdout
     at = helptext.index("task.reward_noise")
     assert "task.reward=partial" in helptext[at : at + 700]
