@@ -43,37 +43,13 @@ from pods.trainer.compat import (
 from pods.trainer.hook import ADV_EPS, DEBUG_ENV, STEP_COUNTS, PODSGRPOTrainer, reinstall_lm_head
 from pods.trainer.options import PODSConfig
 
+# fmt: off
 __all__ = [
-    "EpochRepeatSampler",
-    "NonFiniteRewardError",
-    "PODSConfig",
-    "RewardOutputError",
-    "PODSGRPOTrainer",
-    "TRLCompatError",
-    "check_finite_rewards",
-    "concat_rows",
-    "check_trl_compat",
-    "downsample_rows",
-    "local_kept_rows",
-    "sync_device",
-    # the guard tables, module constants and helpers, re-exported from the submodules
-    "ADD_FUSED_LM_HEAD_PARAMS",
-    "ADV_EPS",
-    "DEBUG_ENV",
-    "GRPO_BIBTEX",
-    "HF_PRIVATE_METHODS",
-    "PODS_BIBTEX",
-    "REPEAT_SAMPLER_PARAMS",
-    "ROW_KEYS",
-    "SCALAR_KEYS",
-    "STEP_COUNTS",
-    "TRL_ATTRS",
-    "TRL_BIBTEX",
-    "TRL_HOOKS",
-    "TRL_INIT_ATTRS",
-    "TRL_SOURCE_FACTS",
-    "UNWRAP_PARAMS",
-    "VLLM_ONLY_ATTRS",
-    "pods_model_card",
-    "reinstall_lm_head",
+    "EpochRepeatSampler", "NonFiniteRewardError", "PODSConfig", "RewardOutputError", "PODSGRPOTrainer",
+    "TRLCompatError", "check_finite_rewards", "concat_rows", "check_trl_compat", "downsample_rows",
+    "local_kept_rows", "sync_device", "ADD_FUSED_LM_HEAD_PARAMS", "ADV_EPS", "DEBUG_ENV", "GRPO_BIBTEX",
+    "HF_PRIVATE_METHODS", "PODS_BIBTEX", "REPEAT_SAMPLER_PARAMS", "ROW_KEYS", "SCALAR_KEYS", "STEP_COUNTS",
+    "TRL_ATTRS", "TRL_BIBTEX", "TRL_HOOKS", "TRL_INIT_ATTRS", "TRL_SOURCE_FACTS", "UNWRAP_PARAMS",
+    "VLLM_ONLY_ATTRS", "pods_model_card", "reinstall_lm_head"
 ]
+# fmt: on
