@@ -18,7 +18,7 @@ from pods_repro.analysis import headline, results, seed_bias, verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "results"
-ANALYSIS = REPO / "pods" / "analysis"
+ANALYSIS = REPO / "pods_repro" / "analysis"
 FIRST = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:40])
 
 

@@ -290,7 +290,7 @@ def test_every_message_that_names_a_class_names_an_importable_path():
     classes = r"(?:PODSGRPOTrainer|PODSConfig|GRPOTrainer|GRPOConfig|EpochRepeatSampler|Trainer)"
     pattern = re.compile(rf"(?<![\w.])((?:[A-Za-z_]\w*\.)*){classes}\b")
     found = []
-    for path in sorted((REPO / "pods").rglob("*.py")):
+    for path in sorted([*(REPO / "pods").rglob("*.py"), *(REPO / "pods_repro").rglob("*.py")]):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         # the text of every raised error, and the names _check_rule puts in front of its messages
         messages = [n for n in ast.walk(tree) if isinstance(n, ast.Raise)]
