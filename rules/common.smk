@@ -290,7 +290,9 @@ def get_experiments(wildcards=None):
 
 # ---------------------------------------------------------------------------- released logs
 RELEASED_DOWNLOAD = f"resources/released/pods-{config['released']['commit'][:7]}/results"
-RELEASED_MANIFEST = "pods_repro/analysis/released_logs.sha256"  # SHA-256 of every released file (pods_repro.analysis.released_logs)
+RELEASED_MANIFEST = (
+    "pods_repro/analysis/released_logs.sha256"  # SHA-256 of every released file (pods_repro.analysis.released_logs)
+)
 
 
 # released_logs: none -> no authors' logs at all (an offline machine without a copy): the `all`
