@@ -248,14 +248,13 @@ def build_user_trainer(
     """
     from pods import PODSGRPOTrainer
     from pods_repro.data import load_task
-    from pods_repro.models import load_policy
+    from pods_repro.models import load_policy, load_tokenizer
     from pods_repro.trainer import records_to_dataset
 
-    tok = None
     if model is None:
         model, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
-    else:
-        _, tok = load_policy(str(tiny_policy_dir), dtype="float32", device="cpu")
+    else:  # the given policy's tokenizer: the one load_policy would pair with it
+        tok = load_tokenizer(str(tiny_policy_dir))
     if isinstance(records, int):
         records = load_task("arith", "train", prompt_style="plain", seed=0)[:records]
     trainer = (trainer_cls or PODSGRPOTrainer)(

@@ -225,6 +225,13 @@ def test_a_script_outside_a_package_imports_its_neighbours_by_plain_name():
     )  # the library, not pods_repro/config/trl.py
 
 
+def _run_probe(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter from the repository; its own asserts are the check."""
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res
+
+
 def test_loading_a_config_imports_no_trainer():
     """The import-time view of the Config -> Trainer direction: importing the config, loading a shipped YAML and
     checking a `trl:` section (which builds a GRPOConfig) leave pods.trainer unimported."""
@@ -238,8 +245,7 @@ def test_loading_a_config_imports_no_trainer():
         "bad = [m for m in sys.modules if m.startswith('pods.trainer')]\n"
         "assert not bad, bad\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    _run_probe(code)
 
 
 def test_the_light_analysis_modules_load_without_pandas():
@@ -250,8 +256,7 @@ def test_the_light_analysis_modules_load_without_pandas():
         "import pods_repro.analysis.released_logs, pods_repro.analysis.cost_model, pods_repro.bench.cost_model\n"
         "assert 'pandas' not in sys.modules, 'pandas was imported'\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    _run_probe(code)
 
 
 def test_the_module_map_lists_every_analysis_module():
@@ -332,11 +337,7 @@ print(json.dumps({"modules": mods, "lines": lines, "changed": changed, "cpu_s": 
 def test_the_library_loads_small_and_changes_nothing_in_the_process():
     """`from pods import PODSGRPOTrainer, PODSConfig, select` in a fresh process: at most 15 modules of the
     library and 2,500 of its lines, none of the reproduction, and os.environ as it was."""
-    res = subprocess.run(
-        [sys.executable, "-c", _LIBRARY_IMPORT_PROBE], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
+    got = json.loads(_run_probe(_LIBRARY_IMPORT_PROBE).stdout.strip().splitlines()[-1])
     assert not [m for m in got["modules"] if m.startswith("pods_repro")], got["modules"]
     assert len(got["modules"]) <= 15, got["modules"]
     assert got["lines"] <= 2500, got["lines"]
@@ -350,8 +351,7 @@ def test_import_pods_alone_imports_neither_torch_nor_trl_and_pins_nothing():
         "assert dict(os.environ) == env, 'import pods changed the environment'\n"
         "assert pods.__version__\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    _run_probe(code)
 
 
 def test_the_records_fingerprint_runs_without_torch_or_the_models():
@@ -367,8 +367,7 @@ def test_the_records_fingerprint_runs_without_torch_or_the_models():
         "bad = [m for m in ('torch', 'trl', 'transformers', 'pods_repro.models', 'pods_repro.tiny') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    _run_probe(code)
 
 
 def import_graph() -> dict[str, set[str]]:
